@@ -1,0 +1,1 @@
+"""Baseline training-noise samplers, one per module, each registered by name in ``suite.sampler.SAMPLERS``."""
