@@ -1,0 +1,51 @@
+"""Where MNIST-format data sets are looked for, in order, and what to do when none is found."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from suite.datasets import load_idx_images
+
+
+def data_cache_dir() -> Path:
+    """``$SUITE_DATA`` or ``~/.cache/infonoise-suite/data``: where downloads go."""
+    return Path(os.environ.get("SUITE_DATA", "~/.cache/infonoise-suite/data")).expanduser()
+
+
+def idx_folders(root: str | None, torchvision_name: str) -> list[Path]:
+    """Candidate folders for a configured root: the root itself and torchvision's ``<root>/<Name>/raw``."""
+    if root is None:
+        return []
+    root_path = Path(root).expanduser()
+    return [root_path, root_path / torchvision_name / "raw"]
+
+
+def torchvision_download(dataset: Callable[..., object], name: str) -> Path:
+    """Download the training split with torchvision into the data cache; returns its raw folder."""
+    target = data_cache_dir()
+    target.mkdir(parents=True, exist_ok=True)
+    dataset(root=str(target), train=True, download=True)
+    return target / name / "raw"
+
+
+def load_mnist_format(
+    folders: list[Path], download: Callable[[], Path] | None
+) -> tuple[np.ndarray, np.ndarray, Path] | None:
+    """The first MNIST-format training set found in ``folders``, else downloaded, else None."""
+    for folder in folders:
+        loaded = load_idx_images(folder)
+        if loaded is not None:
+            return loaded[0], loaded[1], folder
+    if download is None:
+        return None
+    try:
+        folder = download()
+    except (OSError, RuntimeError) as err:  # no network: fall through to the caller's error message
+        print(f"download failed: {err}")
+        return None
+    loaded = load_idx_images(folder)
+    return None if loaded is None else (loaded[0], loaded[1], folder)
