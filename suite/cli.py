@@ -1,0 +1,135 @@
+"""Command line: ``suite run|list|samplers|status|table|plot|report|bench``.
+
+Each subcommand is a small function; heavy imports happen inside them so ``suite --help`` is instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+
+def _run(args: argparse.Namespace) -> int:
+    from suite.runner import describe, plan_runs, run_local
+
+    runs = plan_runs(args.task, args.sampler, args.budget, args.seeds, args.results, args.overrides)
+    if args.dry_run:
+        from omegaconf import OmegaConf
+
+        for run in runs:
+            print(f"# {run.label}  ->  {run.run_dir}\n{OmegaConf.to_yaml(run.cfg)}")
+        print(describe(runs))
+        return 0
+    if args.launcher == "slurm":
+        from suite.slurm import submit
+
+        return submit(runs, args)
+    return run_local(runs)
+
+
+def _list(args: argparse.Namespace) -> int:
+    from suite.config import group_options
+    from suite.sampler import SAMPLERS
+    from suite.task import TASKS
+
+    print("tasks:")
+    for name, cls in TASKS:
+        configured = "" if name in group_options("task") else "  (no config)"
+        print(f"  {name:<12} {cls.modality:<9} {(cls.__doc__ or '').strip().splitlines()[0]}{configured}")
+    print("samplers:")
+    for name, cls in SAMPLERS:
+        kind = "adaptive" if cls.adaptive else "fixed"
+        print(f"  {name:<12} {kind:<9} {(cls.__doc__ or '').strip().splitlines()[0]}")
+    print("budgets:")
+    for name in group_options("budget"):
+        print(f"  {name}")
+    return 0
+
+
+def _samplers(args: argparse.Namespace) -> int:
+    from suite.plots import plot_sampler_densities
+
+    plot_sampler_densities(args.plot, weight=args.weight, sigma_data=args.sigma_data)
+    print(f"wrote {args.plot}")
+    return 0
+
+
+def _lazy(module: str, function: str) -> Callable[[argparse.Namespace], int]:
+    def call(args: argparse.Namespace) -> int:
+        import importlib
+
+        return getattr(importlib.import_module(module), function)(args)
+
+    return call
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="suite", description="InfoNoise benchmark suite of diffusion noise samplers."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="train and evaluate runs (locally or as SLURM job arrays)")
+    run.add_argument("--task", required=True)
+    run.add_argument("--sampler", default="all", help="a sampler name, a comma list, or all")
+    run.add_argument("--budget", default="smoke")
+    run.add_argument("--seeds", type=int, default=1, help="number of training seeds (0..N-1)")
+    run.add_argument("--results", default="results")
+    run.add_argument("--dry-run", action="store_true", help="print the resolved configs and planned runs")
+    run.add_argument("--launcher", choices=["local", "slurm"], default="local")
+    run.add_argument("--partition", default=None)
+    run.add_argument("--gpus-per-run", type=int, default=None)
+    run.add_argument("--time", type=int, default=None, help="minutes per SLURM job")
+    run.add_argument("--array-parallelism", type=int, default=None)
+    run.add_argument("--profile", default=None, help="cluster profile in slurm/profiles/ (default: local)")
+    run.add_argument("overrides", nargs="*", help="key=value config overrides; a,b,c sweeps a value")
+    run.set_defaults(func=_run)
+
+    sub.add_parser("list", help="every task, sampler and budget").set_defaults(func=_list)
+
+    samplers = sub.add_parser("samplers", help="plot every sampler's density and effective allocation")
+    samplers.add_argument("--plot", required=True, help="output image (PNG/PDF)")
+    samplers.add_argument("--weight", choices=["edm", "uniform"], default="edm")
+    samplers.add_argument("--sigma-data", type=float, default=0.5)
+    samplers.set_defaults(func=_samplers)
+
+    status = sub.add_parser("status", help="state of every run of a results folder")
+    status.add_argument("--results", default="results")
+    status.set_defaults(func=_lazy("suite.status", "main"))
+
+    table = sub.add_parser("table", help="compile the comparison table from the records")
+    table.add_argument("--results", default="results")
+    table.add_argument("--budget", default=None)
+    table.add_argument("--format", choices=["md", "latex", "csv"], default="md")
+    table.set_defaults(func=_lazy("suite.table", "main"))
+
+    plot = sub.add_parser("plot", help="write the figures from the records")
+    plot.add_argument("--results", default="results")
+    plot.set_defaults(func=_lazy("suite.plots", "main"))
+
+    report = sub.add_parser("report", help="write results/REPORT.md with tables, figures and commands")
+    report.add_argument("--results", default="results")
+    report.set_defaults(func=_lazy("suite.report", "main"))
+
+    bench = sub.add_parser("bench", help="measured speed figures, side by side in one run")
+    bench.add_argument("what", choices=["train", "sampler", "eval"])
+    bench.add_argument("--task", default="bfashion")
+    bench.add_argument("--budget", default="smoke")
+    bench.add_argument("--batch", type=int, default=None)
+    bench.add_argument("--device", default="auto")
+    bench.set_defaults(func=_lazy("suite.bench", "main"))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError, KeyError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""Hydra config tree, override validation, sweeps and config hashes.
+
+``suite/conf/`` holds the groups ``task``, ``sampler`` and ``budget``; a run's config is composed with
+Hydra's compose API from ``task=…``, ``sampler=…``, ``budget=…`` and ``key=value`` overrides. A comma
+list (``sampler.p_mean=-1.2,0,1.2``) sweeps a value: each combination is one run. Two hashes identify a
+run: ``config_hash`` of the whole resolved config, and ``comparison_hash`` of everything except the
+sampler and the seed — the runs of one comparison must share it, which is how the suite guarantees that
+samplers are compared with nothing else changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import DictConfig, OmegaConf
+
+CONF_DIR = Path(__file__).resolve().parent / "conf"
+GROUPS = ("task", "sampler", "budget")
+NOT_COMPARED = ("sampler", "seed", "results", "device")
+
+
+def group_options(group: str) -> list[str]:
+    """Config names available in a group (the YAML files of ``suite/conf/<group>/``)."""
+    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+
+
+def _check_choice(group: str, name: str) -> None:
+    options = group_options(group)
+    if name not in options:
+        raise ValueError(f"unknown {group} {name!r}; valid {group}s: {', '.join(options)}")
+
+
+def _compose(overrides: list[str]) -> DictConfig:
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        return compose(config_name="config", overrides=overrides)
+
+
+def _check_keys(base: DictConfig, overrides: list[str]) -> None:
+    """Refuse overrides of keys that do not exist, naming the valid keys at that level."""
+    for item in OverridesParser.create().parse_overrides(overrides):
+        if item.is_add() or item.key_or_group in GROUPS:
+            continue
+        parts = item.key_or_group.split(".")
+        node: Any = base
+        for depth, part in enumerate(parts):
+            if not isinstance(node, DictConfig) or part not in node:
+                where = ".".join(parts[:depth]) or "the top level"
+                valid = ", ".join(sorted(node.keys())) if isinstance(node, DictConfig) else "(none: a leaf)"
+                raise ValueError(
+                    f"unknown config key {item.key_or_group!r}; valid keys under {where}: {valid}"
+                )
+            node = node[part]
+
+
+def compose_run(task: str, sampler: str, budget: str, overrides: list[str] | None = None) -> DictConfig:
+    """The resolved config of one run (``overrides`` must not contain sweeps)."""
+    for group, name in (("task", task), ("sampler", sampler), ("budget", budget)):
+        _check_choice(group, name)
+    choices = [f"task={task}", f"sampler={sampler}", f"budget={budget}"]
+    overrides = list(overrides or [])
+    _check_keys(_compose(choices), overrides)
+    cfg = _compose(choices + overrides)
+    OmegaConf.resolve(cfg)
+    return cfg
+
+
+def expand_sweeps(overrides: list[str]) -> list[list[str]]:
+    """Every combination of the comma-list overrides, each as a list of plain ``key=value`` strings."""
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    choices = []
+    for item in parsed:
+        prefix = "+" if item.is_add() else ""
+        key = f"{prefix}{item.key_or_group}"
+        if item.is_sweep_override():
+            choices.append([f"{key}={value}" for value in item.sweep_string_iterator()])
+        else:
+            choices.append([f"{key}={item.get_value_element_as_str()}"])
+    return [list(combo) for combo in itertools.product(*choices)] if choices else [[]]
+
+
+def to_dict(cfg: DictConfig) -> dict[str, Any]:
+    """Plain resolved dict of a config."""
+    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+
+
+def stable_hash(obj: Any, length: int = 10) -> str:
+    """Short SHA-256 of the canonical JSON of ``obj``."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:length]
+
+
+def comparison_config(cfg: DictConfig) -> dict[str, Any]:
+    """The part of a run's config that every sampler of a comparison must share."""
+    return {k: v for k, v in to_dict(cfg).items() if k not in NOT_COMPARED}
+
+
+def config_hash(cfg: DictConfig) -> str:
+    """Hash of everything that determines a run's numbers (the results path and device excluded)."""
+    return stable_hash({k: v for k, v in to_dict(cfg).items() if k not in ("results", "device")})
+
+
+def comparison_hash(cfg: DictConfig) -> str:
+    """Hash of ``comparison_config``."""
+    return stable_hash(comparison_config(cfg))
+
+
+def sampler_params(cfg: DictConfig) -> dict[str, Any]:
+    """The sampler's constructor parameters: its config group minus ``name``."""
+    params = to_dict(cfg)["sampler"]
+    params.pop("name")
+    return params
+
+
+def sampler_label(cfg: DictConfig) -> str:
+    """The sampler's name, with the parameters that differ from its config file's defaults appended
+    (``edm[p_mean=0.0]``) so that a sweep over sampler parameters gets distinct labels."""
+    name = cfg.sampler.name
+    defaults = OmegaConf.to_container(
+        OmegaConf.merge(OmegaConf.load(CONF_DIR / "sampler" / f"{name}.yaml"), {}), resolve=False
+    )
+    current = to_dict(cfg)["sampler"]
+    changed = [
+        f"{k}={v}"
+        for k, v in sorted(current.items())
+        if k in defaults and not (isinstance(defaults[k], str) and "${" in defaults[k]) and defaults[k] != v
+    ]
+    return f"{name}[{','.join(changed)}]" if changed else name

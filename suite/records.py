@@ -1,0 +1,201 @@
+"""Run records: the files of one run directory, written so that no crash can corrupt them.
+
+A run directory holds
+  config.yaml     the resolved config
+  run.json        status (pending/running/interrupted/done/failed), provenance, wall time, last error
+  stats.jsonl     one row per training tick
+  sampler.jsonl   the sampler's density at every rebuild (once for fixed samplers)
+  records.jsonl   tidy evaluation rows (one per run × evaluation point × metric), one file per run
+  checkpoints/    see ``suite.checkpoint``
+JSON files are replaced atomically (write to a temporary file, fsync, rename); JSONL files are rewritten
+atomically when a resumed run drops the rows past its checkpoint, so no row is ever written twice.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+RUN_STATUSES = ("pending", "running", "interrupted", "done", "failed")
+TRACKED_PACKAGES = (
+    "torch",
+    "torchvision",
+    "numpy",
+    "scipy",
+    "hydra-core",
+    "pandas",
+    "torch-fidelity",
+    "submitit",
+)
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: str | os.PathLike, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that readers see the old or the new file, never a torn one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    """Atomically write ``obj`` as indented JSON."""
+    write_atomic(path, (json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n").encode())
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """Parsed JSON of ``path``."""
+    return json.loads(Path(path).read_text())
+
+
+def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """All rows of a JSONL file ([] if absent); a torn last line (a kill mid-append) is skipped."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def write_jsonl(path: str | os.PathLike, rows: Iterable[dict[str, Any]]) -> None:
+    """Atomically replace a JSONL file with ``rows``."""
+    text = "".join(json.dumps(row, sort_keys=True, default=str) + "\n" for row in rows)
+    write_atomic(path, text.encode())
+
+
+def append_jsonl(path: str | os.PathLike, rows: Iterable[dict[str, Any]]) -> None:
+    """Append rows by an atomic rewrite (the files are small: ticks, rebuilds, evaluation rows)."""
+    write_jsonl(path, read_jsonl(path) + list(rows))
+
+
+def truncate_jsonl(path: str | os.PathLike, max_nimg: int) -> None:
+    """Drop rows written after the checkpoint a run resumes from (``nimg`` > ``max_nimg``)."""
+    rows = read_jsonl(path)
+    kept = [row for row in rows if row.get("nimg", 0) <= max_nimg]
+    if len(kept) != len(rows):
+        write_jsonl(path, kept)
+
+
+def now() -> str:
+    """UTC time stamp, ISO 8601."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of the packages whose behaviour enters the numbers."""
+    versions = {}
+    for name in TRACKED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "absent"
+    return versions
+
+
+def code_version() -> dict[str, Any]:
+    """Git SHA of the suite's source and whether the tree had uncommitted changes."""
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() if out.returncode == 0 else ""
+
+    try:
+        sha = git("rev-parse", "HEAD")
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    except (OSError, subprocess.TimeoutExpired):
+        sha, dirty = "", False
+    return {"git_sha": sha or "unknown", "git_dirty": dirty}
+
+
+def host_info() -> dict[str, Any]:
+    """Host, Python and SLURM identifiers of the process writing the record."""
+    info: dict[str, Any] = {"host": socket.gethostname(), "python": platform.python_version()}
+    for key in ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_RESTART_COUNT"):
+        if key in os.environ:
+            info[key.lower()] = os.environ[key]
+    return info
+
+
+class RunDirectory:
+    """The files of one run; ``run.json`` updates merge into the existing content."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+
+    @property
+    def run_json(self) -> Path:
+        return self.path / "run.json"
+
+    @property
+    def records(self) -> Path:
+        return self.path / "records.jsonl"
+
+    @property
+    def stats(self) -> Path:
+        return self.path / "stats.jsonl"
+
+    @property
+    def sampler_log(self) -> Path:
+        return self.path / "sampler.jsonl"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.path / "checkpoints"
+
+    def info(self) -> dict[str, Any]:
+        """Content of run.json ({} before the first write)."""
+        return read_json(self.run_json) if self.run_json.is_file() else {}
+
+    def status(self) -> str:
+        """The run's status, 'pending' when it has no record yet."""
+        return self.info().get("status", "pending")
+
+    def update(self, **fields: Any) -> dict[str, Any]:
+        """Merge ``fields`` into run.json atomically and return the new content."""
+        if "status" in fields and fields["status"] not in RUN_STATUSES:
+            raise ValueError(f"unknown run status {fields['status']!r}; valid: {', '.join(RUN_STATUSES)}")
+        info = self.info() | fields | {"schema_version": SCHEMA_VERSION, "updated": now()}
+        write_json(self.run_json, info)
+        return info
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The tidy evaluation rows of this run."""
+        return read_jsonl(self.records)
+
+    def truncate_to(self, nimg: int) -> None:
+        """Forget every row written after ``nimg`` processed examples (on resume)."""
+        for path in (self.records, self.stats, self.sampler_log):
+            truncate_jsonl(path, nimg)

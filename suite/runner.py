@@ -1,0 +1,157 @@
+"""Planning and local execution of runs.
+
+``plan_runs`` expands a command line (task, samplers, budget, seeds, sweeps) into run configs and their
+directories, ``results/runs/<task>-<budget>-<comparison hash>/<sampler label>/seed<k>/``: every run of
+one comparison shares the directory of its comparison hash, and the comparison's config is written
+once to ``comparison.json`` there. A run whose record says done is skipped, so re-running a command
+resumes what is unfinished and does nothing more.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from suite.config import (
+    comparison_config,
+    comparison_hash,
+    compose_run,
+    config_hash,
+    expand_sweeps,
+    group_options,
+    sampler_label,
+)
+from suite.records import RunDirectory, read_json, write_json
+from suite.sampler import SAMPLERS
+from suite.task import TASKS
+from suite.training import Interrupted, train
+
+
+@dataclass
+class PlannedRun:
+    """One run: its resolved config and directory."""
+
+    cfg: DictConfig
+    run_dir: Path
+
+    @property
+    def label(self) -> str:
+        return f"{self.cfg.task.name}/{self.cfg.budget.name}/{sampler_label(self.cfg)}/seed{self.cfg.seed}"
+
+    @property
+    def status(self) -> str:
+        return RunDirectory(self.run_dir).status()
+
+
+def resolve_samplers(spec: str) -> list[str]:
+    """``all`` → every sampler with a config; else a comma list of names, each checked."""
+    configured = group_options("sampler")
+    if spec == "all":
+        return configured
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    registered = set(SAMPLERS.names())
+    for name in names:
+        if name not in configured or name not in registered:
+            raise ValueError(f"unknown sampler {name!r}; valid samplers: {', '.join(configured)}, or all")
+    return names
+
+
+def resolve_task(name: str) -> str:
+    """Check that a task has both a plugin and a config."""
+    if name not in TASKS.names() or name not in group_options("task"):
+        raise ValueError(f"unknown task {name!r}; valid tasks: {', '.join(group_options('task'))}")
+    return name
+
+
+def comparison_dir(results: str | Path, cfg: DictConfig) -> Path:
+    """Folder shared by every run of the comparison ``cfg`` belongs to."""
+    return Path(results) / "runs" / f"{cfg.task.name}-{cfg.budget.name}-{comparison_hash(cfg)}"
+
+
+def plan_runs(
+    task: str,
+    samplers: str,
+    budget: str = "smoke",
+    seeds: int = 1,
+    results: str | Path = "results",
+    overrides: list[str] | None = None,
+    first_seed: int = 0,
+) -> list[PlannedRun]:
+    """Every run of a command line; refuses runs that would break their comparison."""
+    resolve_task(task)
+    if seeds < 1:
+        raise ValueError(f"--seeds must be at least 1, got {seeds}")
+    runs = []
+    for sweep in expand_sweeps(list(overrides or [])):
+        for sampler in resolve_samplers(samplers):
+            for seed in range(first_seed, first_seed + seeds):
+                cfg = compose_run(task, sampler, budget, [*sweep, f"seed={seed}", f"results={results}"])
+                run_dir = comparison_dir(results, cfg) / sampler_label(cfg) / f"seed{seed}"
+                runs.append(PlannedRun(cfg, run_dir))
+    check_comparisons(runs)
+    return runs
+
+
+def check_comparisons(runs: list[PlannedRun]) -> None:
+    """Every run in a comparison folder must share its comparison config, and no two runs one folder."""
+    seen: dict[Path, str] = {}
+    for run in runs:
+        digest = config_hash(run.cfg)
+        if seen.setdefault(run.run_dir, digest) != digest:
+            raise ValueError(f"two planned runs with different configs map to {run.run_dir}")
+        folder = run.run_dir.parent.parent
+        marker = folder / "comparison.json"
+        expected = comparison_config(run.cfg)
+        if marker.is_file() and read_json(marker) != expected:
+            raise ValueError(
+                f"{folder} holds a comparison whose fixed settings differ from this run's; refusing to mix "
+                "them (only the sampler may differ). Use another --results folder."
+            )
+        existing = RunDirectory(run.run_dir).info()
+        if existing.get("config_hash") not in (None, digest):
+            raise ValueError(
+                f"{run.run_dir} holds a run of another config ({existing['config_hash']}); refusing"
+            )
+
+
+def describe(runs: list[PlannedRun]) -> str:
+    """Human-readable plan: one line per run with its status and directory."""
+    lines = [f"{len(runs)} run(s):"]
+    for run in runs:
+        lines.append(f"  [{run.status:>11}] {run.label:<40} {run.run_dir}")
+    return "\n".join(lines)
+
+
+def run_one(cfg_dict: dict[str, Any], run_dir: str) -> dict[str, Any]:
+    """Execute one run from a plain config dict (the entry point of local and SLURM execution)."""
+    cfg = OmegaConf.create(cfg_dict)
+    folder = Path(run_dir)
+    marker = folder.parent.parent / "comparison.json"
+    if not marker.is_file():
+        write_json(marker, comparison_config(cfg))
+    if RunDirectory(folder).status() == "done":
+        return RunDirectory(folder).info()
+    return train(cfg, folder)
+
+
+def run_local(runs: list[PlannedRun]) -> int:
+    """Run the planned runs one after the other; failures are recorded and the rest still run."""
+    failures = 0
+    for run in runs:
+        if run.status == "done":
+            print(f"done already: {run.label}")
+            continue
+        print(f"== {run.label} -> {run.run_dir}", flush=True)
+        try:
+            run_one(OmegaConf.to_container(run.cfg, resolve=True), str(run.run_dir))  # type: ignore[arg-type]
+        except Interrupted as stop:
+            print(stop)
+            return 130
+        except Exception:  # recorded in run.json by train(); keep going with the other runs
+            failures += 1
+            traceback.print_exc()
+    return 1 if failures else 0
