@@ -51,7 +51,11 @@ def test_density_integrates_to_one(name, params):
     sampler = build_sampler(name, SIGMA_MIN, SIGMA_MAX, **params)
     value, err = integrate.quad(
         lambda u: sampler.log_prob(torch.tensor([u], dtype=torch.float64)).exp().item(),
-        U_MIN, U_MAX, limit=500, epsabs=1e-12, epsrel=1e-12,
+        U_MIN,
+        U_MAX,
+        limit=500,
+        epsabs=1e-12,
+        epsrel=1e-12,
     )
     assert abs(value - 1) <= 1e-6, (name, value, err)
 

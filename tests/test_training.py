@@ -1,0 +1,130 @@
+"""The training loop end to end on small generated data in the real IDX format (CPU, deterministic)."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from datagen import write_mnist_format
+
+from suite.checkpoint import list_checkpoints
+from suite.records import read_jsonl
+
+TESTS = Path(__file__).resolve().parent
+TINY = [
+    "budget.kimg=0.384",
+    "budget.batch=16",
+    "budget.tick_kimg=0.064",
+    "budget.checkpoint_kimg=0.032",
+    "budget.eval_points=2",
+    "budget.eval.samples=16",
+    "budget.eval.reference=32",
+    "budget.eval.batch_size=16",
+    "budget.eval.feature_extractor=rand-test",
+    "budget.network.model_channels=8",
+    "budget.lr_rampup_kimg=0.1",
+    "budget.adaptive.warmup_steps=4",
+    "budget.adaptive.refresh_every=2",
+    "task.solver_steps=4",
+]
+
+
+def suite_cmd(*args: str) -> list[str]:
+    return [sys.executable, str(TESTS / "run_suite.py"), *args]
+
+
+def env() -> dict:
+    return os.environ | {"PYTHONPATH": str(TESTS), "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def run_cmd(results: Path, data: Path, sampler: str = "infonoise") -> list[str]:
+    return suite_cmd(
+        "run",
+        "--task",
+        "bfashion",
+        "--sampler",
+        sampler,
+        "--results",
+        str(results),
+        f"task.root={data}",
+        *TINY,
+    )
+
+
+def final_rows(results: Path) -> list[dict]:
+    (records,) = results.glob("runs/*/*/seed0/records.jsonl")
+    return read_jsonl(records)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    return write_mnist_format(tmp_path_factory.mktemp("fashion-idx"))
+
+
+@pytest.fixture(scope="module")
+def reference_run(tmp_path_factory, data) -> Path:
+    results = tmp_path_factory.mktemp("uninterrupted")
+    subprocess.run(run_cmd(results, data), env=env(), check=True, timeout=600)
+    return results
+
+
+def test_run_writes_records(reference_run):
+    rows = final_rows(reference_run)
+    assert [r["kimg"] for r in rows] == [0.192, 0.384]
+    assert all(r["metric"] == "fd-rand-test" and r["substitute_metric"] for r in rows)
+    (run_dir,) = reference_run.glob("runs/*/infonoise/seed0")
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["status"] == "done" and info["sampler_hyperparameters"]["name"] == "infonoise"
+    assert len(read_jsonl(run_dir / "sampler.jsonl")) >= 2  # warm-up prior, then rebuilds
+    assert (run_dir / "config.yaml").is_file()
+
+
+@pytest.mark.timeout(900)
+def test_sigkill_and_rerun_gives_identical_metrics(tmp_path, data, reference_run):
+    results = tmp_path / "killed"
+    proc = subprocess.Popen(
+        run_cmd(results, data), env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    deadline = time.time() + 300
+    while time.time() < deadline and not list(results.glob("runs/*/infonoise/seed0/checkpoints/ckpt-*.pt")):
+        time.sleep(0.05)
+    time.sleep(random.Random(os.getpid()).uniform(0.0, 3.0))  # a random moment after training started
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    (run_dir,) = results.glob("runs/*/infonoise/seed0")
+    for path in list_checkpoints(run_dir / "checkpoints"):
+        torch.load(path, weights_only=False)  # every checkpoint left behind reads back
+    subprocess.run(run_cmd(results, data), env=env(), check=True, timeout=600)
+    resumed, reference = final_rows(results), final_rows(reference_run)
+    assert [(r["kimg"], r["value"]) for r in resumed] == [(r["kimg"], r["value"]) for r in reference]
+
+
+def test_rerun_of_finished_run_does_nothing(reference_run, data):
+    out = subprocess.run(
+        run_cmd(reference_run, data), env=env(), check=True, timeout=300, capture_output=True, text=True
+    )
+    assert "done already" in out.stdout
+
+
+def test_sigterm_checkpoints_and_exits_cleanly(tmp_path, data):
+    results = tmp_path / "term"
+    proc = subprocess.Popen(
+        run_cmd(results, data, "kg"), env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    deadline = time.time() + 300
+    while time.time() < deadline and not list(results.glob("runs/*/kg/seed0/stats.jsonl")):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out
+    (run_dir,) = results.glob("runs/*/kg/seed0")
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["status"] == "interrupted"
+    ckpts = list_checkpoints(run_dir / "checkpoints")
+    assert ckpts and int(ckpts[-1].stem.split("-")[1]) == round(info["kimg"] * 1000)
