@@ -35,7 +35,9 @@ class FlowMatching(TruncatedSampler):
     ) -> None:
         super().__init__(sigma_min, sigma_max, weight)
         if t_distribution not in T_DISTRIBUTIONS:
-            raise ValueError(f"unknown t_distribution {t_distribution!r}; valid: {', '.join(T_DISTRIBUTIONS)}")
+            raise ValueError(
+                f"unknown t_distribution {t_distribution!r}; valid: {', '.join(T_DISTRIBUTIONS)}"
+            )
         if not s > 0:
             raise ValueError(f"logit-normal scale s must be positive, got {s}")
         self.t_distribution = t_distribution

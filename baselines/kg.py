@@ -46,7 +46,16 @@ class KingmaGaoAdaptive(BinnedAdaptiveSampler):
         base_params: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(
-            sigma_min, sigma_max, weight, bins, warmup_steps, refresh_every, decay, min_count, base, base_params
+            sigma_min,
+            sigma_max,
+            weight,
+            bins,
+            warmup_steps,
+            refresh_every,
+            decay,
+            min_count,
+            base,
+            base_params,
         )
         self.importance_correction = bool(importance_correction)
 

@@ -16,7 +16,6 @@ import time
 import torch
 
 from suite.analytic import AnalyticData
-from suite.infonoise import InfoNoise
 from suite.calibration import ANALYTIC_CASES, analytic_target, total_variation
 
 
@@ -44,11 +43,23 @@ def main() -> None:
     for bins, smoothing, decay in itertools.product(*grid.values()):
         t0 = time.perf_counter()
         tvs = [
-            run(case, spec.data, args.steps, args.batch, seed=0, bins=bins, smoothing_bins=smoothing, decay=decay)
+            run(
+                case,
+                spec.data,
+                args.steps,
+                args.batch,
+                seed=0,
+                bins=bins,
+                smoothing_bins=smoothing,
+                decay=decay,
+            )
             for case, spec in ANALYTIC_CASES.items()
         ]
-        print(f"{bins:4d} {smoothing:9.1f} {decay:5.2f} | " + " | ".join(f"{tv:.4f}" for tv in tvs)
-              + f" | {max(tvs):.4f}   ({time.perf_counter() - t0:.1f}s)")
+        print(
+            f"{bins:4d} {smoothing:9.1f} {decay:5.2f} | "
+            + " | ".join(f"{tv:.4f}" for tv in tvs)
+            + f" | {max(tvs):.4f}   ({time.perf_counter() - t0:.1f}s)"
+        )
 
 
 if __name__ == "__main__":

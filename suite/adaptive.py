@@ -74,8 +74,8 @@ class BinnedAdaptiveSampler(NoiseSampler):
         super().__init__(sigma_min, sigma_max, weight)
         if bins < 2 or warmup_steps < 1 or refresh_every < 1 or min_count < 1 or not 0 <= decay <= 1:
             raise ValueError(
-                "need bins >= 2, warmup_steps >= 1, refresh_every >= 1, min_count >= 1 and 0 <= decay <= 1; got "
-                f"bins={bins}, warmup_steps={warmup_steps}, refresh_every={refresh_every}, "
+                "need bins >= 2, warmup_steps >= 1, refresh_every >= 1, min_count >= 1 and 0 <= decay <= 1; "
+                f"got bins={bins}, warmup_steps={warmup_steps}, refresh_every={refresh_every}, "
                 f"min_count={min_count}, decay={decay}"
             )
         self.bins = int(bins)
@@ -162,7 +162,9 @@ class BinnedAdaptiveSampler(NoiseSampler):
         centers = self.centers.to(self.acc_sum.device)
         m_hat = fill_missing_log(self.acc_sum / self.acc_count.clamp(min=1), valid, centers)
         new = self.build_density(m_hat)
-        grid = torch.linspace(self.u_min, self.u_max, 4 * self.bins + 1, dtype=torch.float64, device=centers.device)
+        grid = torch.linspace(
+            self.u_min, self.u_max, 4 * self.bins + 1, dtype=torch.float64, device=centers.device
+        )
         record["cdf_change"] = (new.cdf(grid) - self.cdf(grid)).abs().max().item()
         record["filled_bins"] = int(valid.sum().item())
         record.update(self._rebuild_record())
@@ -209,8 +211,10 @@ class BinnedAdaptiveSampler(NoiseSampler):
         state: dict[str, Any] = {
             "steps": self.steps,
             "history": list(self.history),
-            **{k: getattr(self, k).detach().cpu().clone() for k in (
-                "pending_sum", "pending_count", "acc_sum", "acc_count", "dropped", "outside")},
+            **{
+                k: getattr(self, k).detach().cpu().clone()
+                for k in ("pending_sum", "pending_count", "acc_sum", "acc_count", "dropped", "outside")
+            },
         }
         if self.density is not None:
             state["density"] = {

@@ -80,7 +80,7 @@ ANALYTIC_CASES: dict[str, AnalyticCase] = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _exact_mmse_on_grid(case: str, u_min: float, u_max: float, nodes: int) -> tuple[Tensor, Tensor]:
     u = torch.linspace(u_min, u_max, nodes, dtype=torch.float64)
     return u, ANALYTIC_CASES[case].mmse(u.exp()).to(torch.float64)

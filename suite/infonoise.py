@@ -45,7 +45,7 @@ def onset_pivot(sigma: Tensor, profile: Tensor, p: float, persistence: int) -> f
     peak = int(torch.argmax(profile).item())
     below = (ratio < p).tolist()
     for k in range(peak, -1, -1):
-        window = below[max(0, k - persistence + 1): k + 1]
+        window = below[max(0, k - persistence + 1) : k + 1]
         if below[k] and all(window):
             return float(sigma[k].item())
     return float(sigma[0].item())
@@ -70,7 +70,7 @@ class InfoNoise(BinnedAdaptiveSampler):
         refresh_every: int = 100,
         decay: float = 0.9,
         min_count: int = 16,
-        smoothing_bins: float = 1.0,
+        smoothing_bins: float = 0.0,
         gate_n: float = 3.0,
         gate_c: float | None = None,
         onset_p: float = 0.002,
@@ -79,7 +79,16 @@ class InfoNoise(BinnedAdaptiveSampler):
         base_params: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(
-            sigma_min, sigma_max, weight, bins, warmup_steps, refresh_every, decay, min_count, base, base_params
+            sigma_min,
+            sigma_max,
+            weight,
+            bins,
+            warmup_steps,
+            refresh_every,
+            decay,
+            min_count,
+            base,
+            base_params,
         )
         if gate_c is not None and not gate_c > 0:
             raise ValueError(f"gate_c must be positive or null (onset rule), got {gate_c}")

@@ -2,9 +2,9 @@
 
 A plugin is one module that decorates its class with ``@REGISTRY.register("name")``. The plugin
 modules (every module of ``baselines/`` plus ``suite.infonoise`` for samplers, every module of ``tasks/``
-for tasks) are imported on the first lookup, and third-party packages can add modules through the entry-point groups
-``infonoise_suite.samplers`` / ``infonoise_suite.tasks``. Adding a plugin therefore needs no edit to
-any existing file.
+for tasks) are imported on the first lookup, and third-party packages can add modules through the
+entry-point groups ``infonoise_suite.samplers`` / ``infonoise_suite.tasks``. Adding a plugin therefore
+needs no edit to any existing file.
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ class NoiseSampler(ABC):
             self.check_support(sigma)
         self._observe(sigma, loss)
 
-    def _observe(self, sigma: Tensor, loss: Tensor) -> None:
+    def _observe(self, sigma: Tensor, loss: Tensor) -> None:  # noqa: B027 (fixed samplers: a deliberate no-op)
         """Fixed samplers ignore observations."""
 
     def check_support(self, sigma: Tensor) -> None:

@@ -34,7 +34,9 @@ class TabulatedDensity:
         self.width = width
         self.left = left / total
         self.right = right / total
-        self.cum = torch.cat([torch.zeros(1, dtype=torch.float64, device=nodes.device), (mass / total).cumsum(0)])
+        self.cum = torch.cat(
+            [torch.zeros(1, dtype=torch.float64, device=nodes.device), (mass / total).cumsum(0)]
+        )
         self.cum[-1] = 1.0
 
     @classmethod

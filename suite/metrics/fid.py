@@ -142,7 +142,9 @@ class FrechetDistance:
         }
         layer = resolve_feature_layer_for_metric("fid", **kwargs)
         extractor = create_feature_extractor(self.feature_extractor, [layer], **kwargs)
-        features = extract_featuresdict_from_input_id_cached(1, extractor, **kwargs)[layer].to(torch.float64).numpy()
+        features = (
+            extract_featuresdict_from_input_id_cached(1, extractor, **kwargs)[layer].to(torch.float64).numpy()
+        )
         reference_stats = fid_input_id_to_statistics_cached(2, extractor, layer, **kwargs)
         return frechet_distance(features, reference_stats["mu"], reference_stats["sigma"])
 
