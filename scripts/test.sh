@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The test command: install (idempotent), lint, bring up the local SLURM cluster, run every test,
+# and always take the cluster down. Extra arguments go to pytest (e.g. -m "not slurm").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install.sh
+.venv/bin/ruff check .
+
+cluster_dir=${SLURM_LOCAL_DIR:-/tmp/infonoise-ci-slurm}
+if [ "$(id -u)" = 0 ] && [ "${SUITE_SKIP_SLURM:-0}" != 1 ]; then
+  trap 'bash slurm/local-cluster.sh down "$cluster_dir" || true' EXIT
+  bash slurm/local-cluster.sh up "$cluster_dir" >/dev/null
+  # shellcheck disable=SC1091
+  . "$cluster_dir/env.sh"
+else
+  echo "note: SLURM tests skipped (need root to start the local cluster, or SUITE_SKIP_SLURM=1 was set)"
+fi
+.venv/bin/pytest -q -p no:cacheprovider "$@"
