@@ -1,8 +1,8 @@
 """Config composition, sweeps, comparison guarantees, and the errors users see for bad input."""
 
 import pytest
-
 from datagen import write_mnist_format
+
 from suite.cli import main
 from suite.config import comparison_hash, compose_run, config_hash, expand_sweeps, sampler_label
 from suite.runner import plan_runs
