@@ -99,6 +99,8 @@ class Trainer:
         self.task: Task = TASKS.get(cfg.task.name)(cfg.task)
         self.data: TrainingData = self.task.load_data()
         device = self.ctx.device
+        self.x = self.data.x.to(device)  # the small image sets live on the device for the whole run
+        self.labels = None if self.data.labels is None else self.data.labels.to(device)
         self.weight = build_weight(cfg.task.loss_weight, float(cfg.task.sigma_data))
         self.sampler: NoiseSampler = build_sampler(
             cfg.sampler.name,
@@ -187,7 +189,7 @@ class Trainer:
         per_rank = self.batch // ctx.world_size
         mine = slice(ctx.rank * per_rank, (ctx.rank + 1) * per_rank)
         index = batch_indices(int(cfg.seed), self.data.x.shape[0], self.nimg, self.batch)[mine]
-        x0 = self.data.x[index].to(ctx.device, non_blocking=True)
+        x0 = self.x[index.to(ctx.device)]
         sigma = self.sampler.sample(self.batch, gen, stratified=bool(self.budget.stratified))
         noise = torch.randn((self.batch, *x0.shape[1:]), generator=gen, device=ctx.device)[mine]
         sigma = sigma[mine]
@@ -197,7 +199,7 @@ class Trainer:
                 self.budget.label_dropout
             )
             onehot = nn.functional.one_hot(
-                self.data.labels[index].to(ctx.device), self.task.num_classes
+                self.labels[index.to(ctx.device)], self.task.num_classes
             ).float()
             labels = onehot * keep[:, None]
         if self.budget.channels_last and ctx.device.type == "cuda":
