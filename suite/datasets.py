@@ -34,7 +34,7 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
     data = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
     if data.size != int(np.prod(shape)):
         raise ValueError(f"{path}: header says {shape} but holds {data.size} bytes")
-    return data.reshape(shape)
+    return data.reshape(shape).copy()  # frombuffer views are read-only
 
 
 def write_idx(path: str | os.PathLike, array: np.ndarray) -> None:
