@@ -1,0 +1,694 @@
+"""Figures: sampler densities, alignment with the information profile, quality curves, InfoNoise's profile.
+
+All densities are per unit u = ln σ on the σ axis (log scale). The training objective of a run is
+E_{σ~π}[w(σ)·‖D(x₀+σε; σ) − x₀‖²], so what a run spends its effort on is the effective allocation
+
+    φ(u) = π(u)·w(σ) / ∫ π(u')·w(σ') du'         (normalised per unit ln σ),
+
+with w the task's loss weight (EDM: w = (σ² + σ_data²)/(σ·σ_data)², Karras et al. 2022). For KG with
+its importance correction the loss carries the extra factor π_ref/π, so φ = π_ref·w (the base prior's).
+
+The post hoc information profile of a data set (InfoNoise, Raya et al., arXiv 2602.18647, Sec. 3 and
+App. B.4) is the conditional-entropy rate MMSE(σ)/σ² per unit ln σ (I–MMSE, Guo, Shamai & Verdú 2005),
+computed here with the optimal denoiser of the empirical distribution of a data subset
+(``suite.information.empirical_prior_mmse``). That denoiser memorises: below the nearest-neighbour scale
+of the subset the posterior collapses onto one point and MMSE → 0, so on continuous data the profile sits
+above (at larger σ than) the informative region of the true distribution, whose MMSE behaves like D·σ²
+for small σ. InfoNoise's learned profile ρ̂ (from its online loss estimate m̂) is drawn beside it.
+
+``main`` writes, per comparison folder, PNG and PDF files under ``<results>/figures/``:
+``*_alignment`` (φ against the profiles, and the MMSE estimates), ``*_quality-<metric>`` (quality versus
+processed examples, mean ± std band over seeds, with the time-to-target crossings), ``*_infonoise-profile``
+(ρ̂ over training as a σ × kimg heat map, beside the CDF-change diagnostic of the adaptive samplers),
+and ``*_pmean-sweep`` (EDM P_mean sweeps: allocation position against time to target).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+import torch
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from omegaconf import OmegaConf
+
+from suite.config import CONF_DIR
+from suite.records import read_json, read_jsonl
+from suite.sampler import SAMPLERS, build_sampler
+from suite.table import (
+    base_name,
+    final_rows,
+    finished,
+    is_adaptive,
+    load_records,
+    metric_label,
+    sampler_order,
+    time_to_target,
+)
+from suite.weighting import LossWeight, build_weight
+
+SIGMA_MIN, SIGMA_MAX = 0.002, 80.0
+DASHES: list[tuple[float, ...]] = [(), (5, 2), (1.5, 1.5), (6, 2, 1.5, 2), (3, 1), (8, 2, 1.5, 2, 1.5, 2)]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "h"]
+SIGMA_LABEL = "noise level σ (log scale)"
+DENSITY_LABEL = "density per unit ln σ"
+MEMORISATION_NOTE = (
+    "The empirical-prior profile memorises its N points: MMSE = 0 below their nearest-neighbour scale, so "
+    "on continuous data it sits above the informative region of the true distribution (whose MMSE ≈ D·σ² "
+    "at small σ)."
+)
+
+
+# -- styles ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Style:
+    """Colour, dash pattern and marker of one curve."""
+
+    color: tuple[float, float, float]
+    dashes: tuple[float, ...]
+    marker: str
+    index: int
+
+    def kwargs(self, n_points: int) -> dict[str, Any]:
+        """Matplotlib ``plot`` keywords: markers on about 8 points, staggered per curve so that curves
+        lying on top of each other (KG and InfoNoise at their EDM warm-up prior) still show every marker."""
+        step = max(1, n_points // 8)
+        offset = int(step * ((self.index * 0.37) % 1))
+        return {"color": self.color, "linestyle": (0, self.dashes) if self.dashes else "-",
+                "marker": self.marker, "markevery": (offset, step), "markersize": 5}
+
+
+def style_map(labels: Sequence[str]) -> dict[str, Style]:
+    """Distinct colour × dash × marker per label, in the table's sampler order (stable across figures)."""
+    ordered = sampler_order(list(labels))
+    palette = sns.color_palette("tab10", 10) + sns.color_palette("Dark2", 8)
+    return {label: Style(tuple(palette[i % len(palette)]), DASHES[i % len(DASHES)],
+                         MARKERS[i % len(MARKERS)], i)
+            for i, label in enumerate(ordered)}
+
+
+def _figure(nrows: int = 1, ncols: int = 1, figsize: tuple[float, float] = (9, 5.6),
+            **kwargs: Any) -> tuple[Figure, Any]:
+    """A figure and its axes without pyplot (no global state, no GUI backend needed)."""
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(nrows, ncols, **kwargs)
+
+
+def _seaborn_styles(styles: dict[str, Style]) -> dict[str, Any]:
+    """``sns.lineplot`` keywords giving each sampler label its ``Style``."""
+    order = list(styles)
+    return {"hue": "sampler", "style": "sampler", "hue_order": order, "style_order": order,
+            "palette": {k: v.color for k, v in styles.items()},
+            "dashes": {k: v.dashes for k, v in styles.items()},
+            "markers": {k: v.marker for k, v in styles.items()}}
+
+
+def _save(fig: Figure, base: Path) -> list[Path]:
+    """Write ``base``.png and ``base``.pdf; returns both paths."""
+    base.parent.mkdir(parents=True, exist_ok=True)
+    paths = [base.parent / f"{base.name}.png", base.parent / f"{base.name}.pdf"]
+    for path in paths:
+        fig.savefig(path, dpi=150, bbox_inches="tight")
+    return paths
+
+
+def _sigma_axis(ax: Axes, limits: tuple[float, float] = (SIGMA_MIN, SIGMA_MAX)) -> None:
+    """Log σ axis over the support ``limits`` with its label and a light grid."""
+    ax.set_xscale("log")
+    ax.set_xlim(*limits)
+    ax.set_xlabel(SIGMA_LABEL)
+    ax.grid(True, which="major", alpha=0.3)
+
+
+# -- densities ---------------------------------------------------------------------------------------
+def normalise(u: np.ndarray, density: np.ndarray) -> np.ndarray:
+    """density/∫density du (trapezoid rule): a probability density per unit u."""
+    total = np.trapezoid(density, u)
+    return density / total if total > 0 else density
+
+
+def effective_allocation(u: np.ndarray, pi: np.ndarray, weight: LossWeight) -> np.ndarray:
+    """φ(u) = π(u)·w(e^u), normalised per unit ln σ."""
+    w = weight(torch.as_tensor(np.exp(u), dtype=torch.float64)).numpy()
+    return normalise(u, np.asarray(pi) * w)
+
+
+def _config_params(name: str) -> dict[str, Any]:
+    """The sampler's parameters from its config file (``suite/conf/sampler/<name>.yaml``), unresolved."""
+    path = CONF_DIR / "sampler" / f"{name}.yaml"
+    if not path.is_file():
+        return {}
+    params = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    params.pop("name", None)  # type: ignore[union-attr]
+    return params  # type: ignore[return-value]
+
+
+def registered_densities(u: np.ndarray, weight: LossWeight) -> list[tuple[str, np.ndarray]]:
+    """(legend label, π(u)) of every registered sampler with its config defaults.
+
+    Adaptive samplers are shown at their warm-up base prior (their density before the first rebuild).
+    """
+    grid = torch.as_tensor(u, dtype=torch.float64)
+    curves = []
+    for name in sampler_order(SAMPLERS.names()):
+        params = _config_params(name)
+        if SAMPLERS.get(name).adaptive:
+            base, base_params = params.get("base", "edm"), dict(params.get("base_params") or {})
+            sampler = build_sampler(base, SIGMA_MIN, SIGMA_MAX, weight, **base_params)
+            shown = ", ".join(f"{k}={v}" for k, v in base_params.items())
+            label = f"{name} (warm-up prior: {base}{f' {shown}' if shown else ''})"
+        else:
+            sampler = build_sampler(name, SIGMA_MIN, SIGMA_MAX, weight, **params)
+            shown = ", ".join(f"{k}={v}" for k, v in params.items())
+            label = f"{name}{f' ({shown})' if shown else ''}"
+        curves.append((label, sampler.density_on(grid).numpy()))
+    return curves
+
+
+def plot_sampler_densities(path: str | Path, weight: str = "edm", sigma_data: float = 0.5) -> None:
+    """Every registered sampler's π(u) and effective allocation φ = π·w on one two-panel figure.
+
+    ``weight`` is the loss weight (``edm`` or ``uniform``) and ``sigma_data`` its data scale; σ runs from
+    0.002 to 80 (EDM's range). The file type follows the suffix of ``path`` (PNG, PDF, SVG).
+    """
+    u = np.linspace(math.log(SIGMA_MIN), math.log(SIGMA_MAX), 600)
+    w = build_weight(weight, sigma_data)
+    curves = registered_densities(u, w)
+    styles = style_map([label for label, _ in curves])
+    fig, axes = _figure(1, 2, figsize=(14, 5.2), sharex=True)
+    for label, pi in curves:
+        kw = styles[label].kwargs(len(u))
+        axes[0].plot(np.exp(u), pi, label=label, **kw)
+        axes[1].plot(np.exp(u), effective_allocation(u, pi, w), label=label, **kw)
+    axes[0].set_title("sampling density π(u), u = ln σ")
+    axes[1].set_title("effective allocation φ = π·w (normalised)")
+    for ax in axes:
+        _sigma_axis(ax)
+        ax.set_ylabel(DENSITY_LABEL)
+        ax.set_ylim(bottom=0)
+    weight_text = (f"EDM weight w(σ) = (σ² + σ_data²)/(σ·σ_data)², σ_data = {sigma_data:g}" if weight == "edm"
+                   else "uniform weight w(σ) = 1 (σ_data does not enter)")
+    fig.suptitle(f"Training-noise samplers with the {weight_text}")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False, bbox_to_anchor=(0.5, -0.12))
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=150, bbox_inches="tight")
+
+
+# -- runs --------------------------------------------------------------------------------------------
+@dataclass
+class Run:
+    """One run directory: its run.json, resolved config and sampler log."""
+
+    path: Path
+    info: dict[str, Any]
+    cfg: dict[str, Any]
+    sampler_log: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        """Sampler label of the run (``edm``, ``edm[p_mean=0.0]``)."""
+        return str(self.info.get("sampler") or self.path.parent.name)
+
+    @property
+    def name(self) -> str:
+        """Registered sampler name."""
+        return str(self.info.get("sampler_name") or base_name(self.label))
+
+    @property
+    def seed(self) -> int:
+        """Training seed."""
+        return int(self.info.get("seed", 0))
+
+    def weight(self) -> LossWeight:
+        """The task's loss weight w(σ) from the run's config (EDM weight with σ_data by default)."""
+        task = self.cfg.get("task", {})
+        return build_weight(str(task.get("loss_weight", "edm")), float(task.get("sigma_data", 0.5)))
+
+    @property
+    def adapted(self) -> bool:
+        """Whether the sampler log holds a density rebuilt from observed losses (adaptive samplers)."""
+        return any("cdf_change" in r for r in self.sampler_log)
+
+    def _initial_density(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(u, π) of the run's sampler as configured, before any adaptation (None without a config)."""
+        task, params = self.cfg.get("task"), dict(self.cfg.get("sampler") or {})
+        if not task or "name" not in params:
+            return None
+        lo, hi = float(task["sigma_min"]), float(task["sigma_max"])
+        try:
+            sampler = build_sampler(params.pop("name"), lo, hi, self.weight(), **params)
+        except (ValueError, KeyError):  # a sampler renamed or re-parametrised since the run
+            return None
+        u = np.linspace(math.log(lo), math.log(hi), 129)
+        return u, sampler.density_on(torch.as_tensor(u, dtype=torch.float64)).numpy()
+
+    def final_allocation(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(u, φ) at the end of training; None when neither a sampler log nor a config says.
+
+        From the last sampler.jsonl row; an adaptive run that never rebuilt (budget shorter than its
+        warm-up) logs no row, and its density is the configured one (the warm-up prior). With KG's
+        importance correction the loss is reweighted by π_ref/π, so φ = π_ref·w.
+        """
+        rows = [r for r in self.sampler_log if "density" in r]
+        if rows:
+            u = np.asarray(rows[-1]["u"], dtype=float)
+            pi = np.asarray(rows[-1]["density"], dtype=float)
+        elif (initial := self._initial_density()) is not None:
+            u, pi = initial
+        else:
+            return None
+        hyper = self.info.get("sampler_hyperparameters", {})
+        if hyper.get("importance_correction") and isinstance(hyper.get("base"), dict):
+            base = dict(hyper["base"])
+            lo, hi = base.pop("sigma_min", math.exp(u[0])), base.pop("sigma_max", math.exp(u[-1]))
+            reference = build_sampler(base.pop("name"), lo, hi, None, **base)
+            pi = reference.density_on(torch.as_tensor(u, dtype=torch.float64)).numpy()
+        return u, effective_allocation(u, pi, self.weight())
+
+    def profiles(self) -> list[dict[str, Any]]:
+        """InfoNoise's logged profiles {u, m_hat, rho, pi} with the kimg of their rebuild."""
+        return [r["profile"] | {"kimg": r["kimg"], "gate_c": r.get("gate_c")} for r in self.sampler_log
+                if "profile" in r]
+
+
+def _load_config(path: Path) -> dict[str, Any]:
+    """The run's resolved config.yaml as a dict ({} without one)."""
+    if not path.is_file():
+        return {}
+    return OmegaConf.to_container(OmegaConf.load(path), resolve=True)  # type: ignore[return-value]
+
+
+def discover_runs(results: str | Path) -> dict[Path, list[Run]]:
+    """Run directories (any folder with run.json under ``results``) grouped by comparison folder."""
+    groups: dict[Path, list[Run]] = {}
+    root = Path(results)
+    for path in sorted(root.rglob("run.json")) if root.is_dir() else []:
+        run_dir = path.parent
+        run = Run(run_dir, read_json(path), _load_config(run_dir / "config.yaml"),
+                  read_jsonl(run_dir / "sampler.jsonl"))
+        groups.setdefault(run_dir.parent.parent, []).append(run)
+    return groups
+
+
+def figure_stem(results: Path, folder: Path) -> str:
+    """``<task>-<budget>-<hash>``, prefixed with the origin folders (``gpu_…``) of GPU evidence."""
+    parts = [p for p in folder.relative_to(results).parts if p != "runs"]
+    return "_".join(parts)
+
+
+# -- post hoc information profile --------------------------------------------------------------------
+@dataclass(frozen=True)
+class PosthocProfile:
+    """The empirical-prior MMSE of a data subset on a σ grid, with the subset's nearest-neighbour scale."""
+
+    sigma: np.ndarray
+    mmse: np.ndarray
+    nn_distance: float
+    n_points: int
+    dim: int
+
+    def density(self) -> np.ndarray:
+        """Entropy-rate profile MMSE(σ)/σ² per unit ln σ, normalised."""
+        return normalise(np.log(self.sigma), self.mmse / self.sigma**2)
+
+    @property
+    def memorisation_sigma(self) -> float:
+        """σ_mem = d_NN/√(2 ln N): below it the empirical posterior sits on the query's own point.
+
+        A query x_j + σε scores the other points at least d_NN²/(2σ²) lower (in expectation) than x_j, so
+        the posterior mass off x_j is at most about (N − 1)·exp(−d_NN²/(2σ²)), small once σ < σ_mem.
+        """
+        return self.nn_distance / math.sqrt(2 * math.log(max(self.n_points, 2)))
+
+
+ProfileFn = Callable[[dict[str, Any], np.ndarray], PosthocProfile]
+
+
+def empirical_profile(task_cfg: dict[str, Any], sigma: np.ndarray, n_points: int = 512, n_queries: int = 256,
+                      seed: int = 0) -> PosthocProfile:
+    """Post hoc profile of a task's training data: ``empirical_prior_mmse`` of ``n_points`` random examples.
+
+    Loads the data through the task plugin (``TASKS.get(name)(cfg).load_data()``); ``n_queries`` noisy
+    queries are shared by all σ. ``nn_distance`` is the median Euclidean distance of a subset point to its
+    nearest other point; the empirical posterior collapses (MMSE → 0) below ``memorisation_sigma``.
+    """
+    from suite.information import empirical_prior_mmse
+    from suite.task import TASKS
+
+    data = TASKS.get(task_cfg["name"])(OmegaConf.create(task_cfg)).load_data()
+    gen = torch.Generator().manual_seed(seed)
+    pick = torch.randperm(data.x.shape[0], generator=gen)[:n_points]
+    x = data.x[pick].reshape(len(pick), -1).to(torch.float64)
+    mmse = empirical_prior_mmse(torch.as_tensor(sigma), x, n_queries=n_queries, generator=gen)
+    dist = torch.cdist(x, x)
+    dist.fill_diagonal_(math.inf)
+    return PosthocProfile(np.asarray(sigma, dtype=float), mmse.numpy(), float(dist.min(1).values.median()),
+                          len(pick), x.shape[1])
+
+
+# -- figure 1: alignment -----------------------------------------------------------------------------
+def _mean_allocations(runs: list[Run]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per sampler label, the seed-mean final φ (u, φ)."""
+    out = {}
+    for label in sampler_order([r.label for r in runs]):
+        curves = [c for r in runs if r.label == label and (c := r.final_allocation()) is not None]
+        if curves:
+            out[label] = (curves[0][0], np.mean([c[1] for c in curves], axis=0))
+    return out
+
+
+def _legend_label(label: str, runs: list[Run]) -> str:
+    """``φ <label>``, saying so when an adaptive sampler never rebuilt or is importance-corrected."""
+    mine = [r for r in runs if r.label == label]
+    text = f"φ {label}"
+    if is_adaptive(mine[0].name) and not any(r.adapted for r in mine):
+        text += " (no rebuild in budget: warm-up prior)"
+    if mine[0].info.get("sampler_hyperparameters", {}).get("importance_correction"):
+        text += " (importance-corrected: φ = π_ref·w)"
+    return text
+
+
+def _learned_profile(runs: list[Run]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """InfoNoise's final (u, ρ̂, m̂), averaged over seeds (plain ``infonoise`` label preferred)."""
+    infonoise = [r for r in runs if r.name == "infonoise" and r.profiles()]
+    plain = [r for r in infonoise if r.label == "infonoise"] or infonoise
+    if not plain:
+        return None
+    last = [r.profiles()[-1] for r in plain if r.label == plain[0].label]
+    u = np.asarray(last[0]["u"], dtype=float)
+    return (u, np.mean([p["rho"] for p in last], axis=0), np.mean([p["m_hat"] for p in last], axis=0))
+
+
+def plot_alignment(runs: list[Run], profile: PosthocProfile | None, title: str, base: Path,
+                   profile_note: str = "") -> list[Path]:
+    """Each sampler's final φ against the post hoc profile and InfoNoise's ρ̂; MMSE estimates beside."""
+    allocations = _mean_allocations(runs)
+    learned = _learned_profile(runs)
+    styles = style_map(list(allocations))
+    entries = len(allocations) + (2 if profile is not None else 0) + (learned is not None)
+    legend_height = 0.2 * math.ceil(entries / 3) + 0.5  # inches: legend rows and the note below them
+    fig = Figure(figsize=(15, 6.2 + legend_height), layout="constrained")
+    grid = fig.add_gridspec(2, 2, height_ratios=[5.6, legend_height], width_ratios=[1.6, 1])
+    ax, ax_m = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])
+    ax_legend = fig.add_subplot(grid[1, :])
+    if profile is not None:
+        s = profile.sigma
+        ax.fill_between(s, profile.density(), color="0.6", alpha=0.45,
+                        label=f"post hoc profile MMSE/σ² (empirical prior of N={profile.n_points} examples)")
+        positive = profile.mmse > 0
+        ax_m.plot(s[positive], profile.mmse[positive], color="0.45", lw=2.5,
+                  label=f"empirical-prior MMSE (N={profile.n_points}, post hoc)")
+        ax_m.plot(s, profile.dim * s**2, color="0.3", lw=1, linestyle=(0, (1, 2)),
+                  label="D·σ² (small-σ MMSE of a smooth density)")
+        for a in (ax, ax_m):
+            a.axvline(profile.memorisation_sigma, color="0.3", lw=1, linestyle=(0, (4, 2)),
+                      label="memorisation scale d_NN/√(2 ln N)")
+    if learned is not None:
+        u, rho, m_hat = learned
+        ax.plot(np.exp(u), rho, color="black", lw=5, alpha=0.35,
+                label="InfoNoise learned profile ρ̂ (end of training)")
+        ax_m.plot(np.exp(u), m_hat, color="black", lw=2.8,
+                  label="InfoNoise online estimate m̂ (end of training)")
+    for label, (u, phi) in allocations.items():
+        ax.plot(np.exp(u), phi, label=_legend_label(label, runs), lw=1.4, **styles[label].kwargs(len(u)))
+    task = runs[0].cfg.get("task", {})
+    limits = (float(task.get("sigma_min", SIGMA_MIN)), float(task.get("sigma_max", SIGMA_MAX)))
+    _sigma_axis(ax, limits)
+    ax.set_ylabel(DENSITY_LABEL)
+    ax.set_ylim(bottom=0)
+    ax.set_title("effective allocation φ = π·w at the end of training vs information profiles")
+    _sigma_axis(ax_m, limits)
+    ax_m.set_yscale("log")
+    peaks = ([float(profile.mmse.max())] if profile is not None else []) + (
+        [float(learned[2].max())] if learned is not None else [])
+    if peaks:
+        ax_m.set_ylim(max(peaks) * 1e-7, max(peaks) * 10)
+    ax_m.set_ylabel("MMSE(σ): squared error summed over dimensions")
+    ax_m.set_title("MMSE estimates behind the profiles")
+    if ax_m.get_legend_handles_labels()[0]:
+        ax_m.legend(fontsize=8, loc="lower right", framealpha=0.9)
+    ax_legend.axis("off")
+    ax_legend.legend(*ax.get_legend_handles_labels(), loc="upper center", ncol=3, fontsize=8.5, frameon=False)
+    note = MEMORISATION_NOTE if profile is not None else f"Post hoc profile not computed: {profile_note}"
+    ax_legend.text(0.0, 0.0, note, fontsize=9, ha="left", va="bottom", transform=ax_legend.transAxes,
+                   wrap=True)
+    fig.suptitle(title)
+    return _save(fig, base)
+
+
+# -- figure 2: quality -------------------------------------------------------------------------------
+def _quality_label(row: pd.Series) -> str:
+    """Axis label of a metric: name, substitute flag, direction."""
+    better = "higher" if row["higher_is_better"] else "lower"
+    return f"{metric_label(row['metric'], bool(row['substitute_metric']), bool(row['higher_is_better']))} " \
+           f"({better} is better)"
+
+
+def plot_quality(rows: pd.DataFrame, title: str, base: Path) -> list[Path]:
+    """Quality versus processed examples: mean over seeds with a ±1 std band, per sampler.
+
+    The horizontal line is the time-to-target target (the strongest fixed sampler's final quality) and
+    the markers on it are where each seed-mean curve first reaches it.
+    """
+    first = rows.iloc[0]
+    styles = style_map(rows["sampler"].unique().tolist())
+    fig, ax = _figure(figsize=(9, 5.6))
+    sns.lineplot(data=rows, x="kimg", y="value", errorbar="sd", ax=ax, **_seaborn_styles(styles))
+    target = time_to_target(rows)
+    if not target.empty:
+        ax.axhline(target["target"].iloc[0], color="0.2", lw=1, linestyle=(0, (4, 2)),
+                   label=f"target: final {target['target_sampler'].iloc[0]} quality")
+        hits = target[target["reached"]]
+        ax.scatter(hits["kimg_to_target"], hits["target"], s=70, facecolors="none", edgecolors="black",
+                   zorder=5, label="first reaches target")
+    values = rows["value"]
+    if (values > 0).all() and values.max() / values.min() > 10:
+        ax.set_yscale("log")
+    ax.set_xlabel("processed examples (kimg)")
+    ax.set_ylabel(_quality_label(first))
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(title="sampler (mean ± std over seeds)", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.tight_layout()
+    return _save(fig, base)
+
+
+# -- figure 3: InfoNoise's profile over training -----------------------------------------------------
+def _edges(centres: np.ndarray, log: bool = False) -> np.ndarray:
+    """Cell edges around increasing centres (midpoints; in log space when ``log``)."""
+    c = np.log(centres) if log else np.asarray(centres, dtype=float)
+    if len(c) == 1:
+        half = 0.5 if not log else 0.1
+        edges = np.array([c[0] - half, c[0] + half])
+    else:
+        mid = 0.5 * (c[1:] + c[:-1])
+        edges = np.concatenate([[c[0] - (mid[0] - c[0])], mid, [c[-1] + (c[-1] - mid[-1])]])
+    return np.exp(edges) if log else edges
+
+
+def plot_infonoise_profile(runs: list[Run], title: str, base: Path) -> list[Path] | None:
+    """ρ̂ per rebuild as a σ × kimg heat map (one InfoNoise seed) beside every adaptive run's CDF change."""
+    infonoise = sorted((r for r in runs if r.name == "infonoise" and r.profiles()),
+                       key=lambda r: (r.label, r.seed))
+    if not infonoise:
+        return None
+    shown = infonoise[0]
+    profiles = shown.profiles()
+    kimg = np.array([p["kimg"] for p in profiles], dtype=float)
+    sigma = np.exp(np.asarray(profiles[0]["u"], dtype=float))
+    rho = np.array([p["rho"] for p in profiles], dtype=float)
+    fig, (ax, ax_c) = _figure(1, 2, figsize=(15, 5.4), gridspec_kw={"width_ratios": [1.3, 1]})
+    mesh = ax.pcolormesh(_edges(kimg), _edges(sigma, log=True), rho.T, cmap="viridis", shading="flat")
+    fig.colorbar(mesh, ax=ax, label="ρ̂ (density per unit ln σ)")
+    gate = np.array([math.nan if p["gate_c"] is None else p["gate_c"] for p in profiles], dtype=float)
+    if np.isfinite(gate).any():
+        ax.plot(kimg, gate, color="white", lw=1.5, linestyle=(0, (4, 2)), marker=".", label="gate pivot c")
+        ax.legend(loc="upper right", fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylim(sigma.min() / 1.2, sigma.max() * 1.2)
+    ax.set_xlabel("processed examples at rebuild (kimg)")
+    ax.set_ylabel(SIGMA_LABEL)
+    ax.set_title(f"InfoNoise learned profile ρ̂ over training ({shown.label}, seed {shown.seed})")
+    changes = pd.DataFrame([{"sampler": r.label, "seed": r.seed, "kimg": row["kimg"],
+                             "cdf_change": row["cdf_change"]}
+                            for r in runs for row in r.sampler_log if row.get("cdf_change", 0) > 0])
+    if not changes.empty:
+        styles = style_map(changes["sampler"].unique().tolist())
+        sns.lineplot(data=changes, x="kimg", y="cdf_change", errorbar="sd", ax=ax_c,
+                     **_seaborn_styles(styles))
+        ax_c.legend(title="sampler (mean ± std over seeds)", fontsize=8)
+    ax_c.set_yscale("log")
+    ax_c.set_xlabel("processed examples at rebuild (kimg)")
+    ax_c.set_ylabel("CDF change  sup_u |F_new(u) − F_old(u)|")
+    ax_c.set_title("stability: CDF change per density rebuild")
+    ax_c.grid(True, which="both", alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return _save(fig, base)
+
+
+# -- figure 4: EDM P_mean sweep ----------------------------------------------------------------------
+def allocation_median(u: np.ndarray, phi: np.ndarray) -> float:
+    """σ at the median of φ (the allocation's position on the σ axis)."""
+    cdf = np.concatenate([[0.0], np.cumsum(0.5 * (phi[1:] + phi[:-1]) * np.diff(u))])
+    return float(np.exp(np.interp(0.5 * cdf[-1], cdf, u)))
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One sampler label of a P_mean sweep figure."""
+
+    label: str
+    name: str
+    text: str
+    position: float
+    final: float
+    final_std: float
+    kimg: float
+
+
+def _sweep_points(runs: list[Run], rows: pd.DataFrame, target: pd.DataFrame) -> list[SweepPoint]:
+    """EDM labels and InfoNoise labels with their allocation position, final quality and kimg to target."""
+    allocations = _mean_allocations(runs)
+    kimg_of = dict(zip(target["sampler"], target["kimg_to_target"], strict=True))
+    finals = final_rows(rows).groupby("sampler")["value"].agg(["mean", "std"])
+    points = []
+    for label in allocations:
+        run = next(r for r in runs if r.label == label)
+        if run.name not in ("edm", "infonoise") or label not in kimg_of or label not in finals.index:
+            continue
+        p_mean = run.info.get("sampler_hyperparameters", {}).get("p_mean")
+        text = f"P_mean={p_mean:g}" if run.name == "edm" and p_mean is not None else label
+        points.append(SweepPoint(label, run.name, text, allocation_median(*allocations[label]),
+                                 float(finals.loc[label, "mean"]), float(finals.loc[label, "std"]),
+                                 float(kimg_of[label])))
+    return sorted(points, key=lambda p: p.position)
+
+
+def plot_pmean_sweep(runs: list[Run], rows: pd.DataFrame, title: str, base: Path) -> list[Path] | None:
+    """EDM runs of several P_mean, placed by where their allocation φ sits (its median σ).
+
+    Left: final quality (mean ± std over seeds); right: processed examples to reach the time-to-target
+    target (▲ at the top: not reached within the budget). InfoNoise is the star; the vertical line is the
+    median σ of InfoNoise's learned profile ρ̂, the position the information profile asks for.
+    """
+    if len({r.label for r in runs if r.name == "edm"}) < 2 or rows.empty:
+        return None
+    target = time_to_target(rows)
+    if target.empty:
+        return None
+    points = _sweep_points(runs, rows, target)
+    if sum(p.name == "edm" for p in points) < 2:
+        return None
+    first = rows.iloc[0]
+    ceiling = float(rows["kimg"].max()) * 1.08
+    fig, (ax_q, ax_t) = _figure(1, 2, figsize=(14, 5.6))
+    edm = [p for p in points if p.name == "edm"]
+    ax_q.errorbar([p.position for p in edm], [p.final for p in edm], yerr=[p.final_std for p in edm],
+                  color="tab:blue", marker="o", capsize=3, label="EDM, one point per P_mean")
+    ax_t.plot([p.position for p in edm], [p.kimg if math.isfinite(p.kimg) else ceiling for p in edm],
+              color="0.6", lw=1, zorder=1)
+    for p in points:
+        star = p.name == "infonoise"
+        style = {"color": "black" if star else "tab:blue", "s": 160 if star else 60, "zorder": 3}
+        if star:
+            ax_q.errorbar(p.position, p.final, yerr=p.final_std, color="black", capsize=3)
+            ax_q.scatter(p.position, p.final, marker="*", label=p.label, **style)
+        ax_q.annotate(p.text, (p.position, p.final), textcoords="offset points", xytext=(6, 6), fontsize=8)
+        reached = math.isfinite(p.kimg)
+        marker = "*" if star else ("o" if reached else "^")
+        ax_t.scatter(p.position, p.kimg if reached else ceiling, marker=marker, **style)
+        ax_t.annotate(p.text, (p.position, p.kimg if reached else ceiling), textcoords="offset points",
+                      xytext=(0, 8 if reached else -14), ha="center", fontsize=8)
+    ax_t.axhline(ceiling, color="0.7", lw=0.8, linestyle=":")
+    ax_t.set_ylim(top=ceiling * 1.04)
+    learned = _learned_profile(runs)
+    for ax in (ax_q, ax_t):
+        if learned is not None:
+            ax.axvline(allocation_median(learned[0], learned[1]), color="black", lw=1, linestyle=(0, (4, 2)),
+                       label="median σ of InfoNoise's learned profile ρ̂")
+        ax.set_xscale("log")
+        ax.set_xlabel("allocation position: median σ of φ = π·w at the end of training (log scale)")
+        ax.grid(True, which="both", alpha=0.3)
+    ax_q.set_ylabel(f"final {_quality_label(first)}")
+    ax_q.set_title("final quality (mean ± std over seeds)")
+    ax_q.legend(fontsize=8)
+    ax_t.set_ylabel("processed examples to reach the target (kimg)")
+    ax_t.set_title(f"time to target: final {target['target_sampler'].iloc[0]} quality "
+                   f"{target['target'].iloc[0]:.3g} (● reached, ▲ not reached, ★ InfoNoise)")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return _save(fig, base)
+
+
+# -- all figures -------------------------------------------------------------------------------------
+def _profile_for(task_cfg: dict[str, Any], cache: dict[str, tuple[PosthocProfile | None, str]],
+                 profile_fn: ProfileFn) -> tuple[PosthocProfile | None, str]:
+    """The post hoc profile of a task config (cached), or None with the reason it could not be computed."""
+    key = json.dumps(task_cfg, sort_keys=True, default=str)
+    if key not in cache:
+        lo, hi = float(task_cfg.get("sigma_min", SIGMA_MIN)), float(task_cfg.get("sigma_max", SIGMA_MAX))
+        sigma = np.geomspace(lo, hi, 40)
+        try:
+            cache[key] = (profile_fn(task_cfg, sigma), "")
+        except (FileNotFoundError, OSError, ValueError, KeyError) as err:
+            cache[key] = (None, f"{type(err).__name__}: {err}")
+    return cache[key]
+
+
+def write_figures(results: str | Path, profile_fn: ProfileFn | None = None) -> list[Path]:
+    """Write every figure of the runs under ``results`` to ``<results>/figures/``; returns the PNG/PDF paths.
+
+    ``profile_fn(task_cfg, sigma)`` computes the post hoc profile (default ``empirical_profile``: 512
+    examples, 256 queries, 40 σ values); tests pass a cheap one.
+    """
+    results = Path(results)
+    out = results / "figures"
+    profile_fn = profile_fn or empirical_profile
+    records = load_records(results)
+    cache: dict[str, tuple[PosthocProfile | None, str]] = {}
+    written: list[Path] = []
+    for folder, runs in discover_runs(results).items():
+        stem = figure_stem(results, folder)
+        runs = [r for r in runs if r.info.get("status", "unknown") in ("done", "unknown")] or runs
+        first = runs[0]
+        head = f"{first.info.get('task', '?')} · budget {first.info.get('budget', '?')} · comparison " \
+               f"{first.info.get('comparison_hash', '?')}"
+        if first.info.get("stand_in_data"):
+            head += f" · stand-in data: {first.info.get('data', '')}"
+        if any(r.final_allocation() is not None for r in runs):
+            profile, reason = _profile_for(first.cfg.get("task", {}), cache, profile_fn)
+            written += plot_alignment(runs, profile, head, out / f"{stem}_alignment", reason)
+        if (result := plot_infonoise_profile(runs, head, out / f"{stem}_infonoise-profile")) is not None:
+            written += result
+        rows = finished(records[records["run_dir"].map(Path).map(lambda d: d.parent.parent) == folder])
+        for metric, part in rows.groupby("metric"):
+            written += plot_quality(part, f"{head}\nquality versus processed examples",
+                                    out / f"{stem}_quality-{metric}")
+            sweep = plot_pmean_sweep(runs, part, f"{head}: EDM P_mean sweep",
+                                     out / f"{stem}_pmean-sweep-{metric}")
+            written += sweep or []
+    return written
+
+
+def main(args: argparse.Namespace) -> int:
+    """``suite plot``: write the figures of ``args.results`` and list them."""
+    written = write_figures(args.results)
+    if not written:
+        print(f"no runs with records under {args.results}")
+        return 1
+    for path in written:
+        print(f"wrote {path}")
+    return 0

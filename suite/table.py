@@ -1,0 +1,447 @@
+"""The comparison table and the time-to-quality table, compiled from run records.
+
+Inputs are the tidy evaluation rows (``records.jsonl``, one per run × evaluation point × metric; see
+``suite.records``) of every run under a results folder, including GPU evidence copied to
+``<results>/gpu/**`` in the same layout, joined with each run's ``run.json`` (status, sampler name).
+
+Rules, so that no number is averaged with one it must not be averaged with:
+
+* A table row is one comparison: task × budget × comparison hash × metric × data kind × origin (the
+  folder above ``runs/``, e.g. ``gpu``). Runs of different comparison hashes (any fixed setting other
+  than the sampler changed) are different rows, labelled with the hash when a task has several.
+* Stand-in data (``stand_in_data``) and substitute metrics (``substitute_metric``: a Fréchet distance in
+  another feature space than Inception-v3's) are rows of their own, labelled as such, and never get a
+  published value beside them.
+* Only runs whose ``run.json`` says ``done`` (or that have no run.json) enter the tables: a run stopped
+  early would enter with an earlier, worse evaluation point.
+
+Comparison table: each cell is mean ± sample standard deviation (ddof = 1) over seeds of the final
+evaluation (the row at the run's largest kimg); the best mean of the row by the metric's direction is
+marked ``**…**``; the published value (``results/paper/infonoise_table.csv``: InfoNoise, Raya et al.,
+arXiv 2602.18647) stands beside each measured value of the same task, sampler and metric.
+
+Time to target: the target of a comparison is the best final seed-mean quality q* among its *fixed*
+samplers (non-adaptive: not KG or InfoNoise). For every sampler, with seed-mean curve (k_i, v_i) over the
+evaluation points, the processed examples to target are the first crossing of q*, linearly interpolated
+between evaluation points,
+
+    k* = k_{i−1} + (q* − v_{i−1})·(k_i − k_{i−1})/(v_i − v_{i−1}),
+
+with i the first point whose v_i is at least as good as q* (k* = k_0 when the first evaluation already
+reaches q*), and "not reached" when no point does. The speed-up of a sampler is
+k*(target sampler)/k*(sampler); the paper reports about 1.4× for InfoNoise on CIFAR-10 and up to 3× under
+modality shift.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from suite.records import read_json, read_jsonl
+
+PAPER_SAMPLERS = ("logu", "cos", "fm", "edm", "kg", "infonoise")
+EXTRA_SAMPLERS = ("laplace", "cauchy")
+PAPER_FILE = Path("paper") / "infonoise_table.csv"
+REPO_PAPER_TABLE = Path(__file__).resolve().parent.parent / "results" / PAPER_FILE
+FINISHED = ("done", "unknown")
+NOT_REACHED = "not reached"
+ROW_KEYS = ["task", "budget", "comparison_hash", "metric", "higher_is_better", "stand_in_data",
+            "substitute_metric", "data_key", "origin"]
+RECORD_COLUMNS = ["schema_version", "task", "modality", "budget", "sampler", "seed", "nimg", "kimg", "metric",
+                  "value", "higher_is_better", "substitute_metric", "stand_in_data", "data", "solver", "nfe",
+                  "n_samples", "n_reference", "guidance", "importance_weighting", "comparison_hash",
+                  "config_hash", "eval_seconds", "wall_time"]
+RUN_COLUMNS = ["run_dir", "origin", "status", "sampler_name", "total_kimg"]
+
+
+# -- loading -----------------------------------------------------------------------------------------
+def _origin(root: Path, run_dir: Path) -> str:
+    """Folders between the results root and ``runs/``: "" for ``<results>/runs``, "gpu" for ``gpu/runs``."""
+    parts = run_dir.relative_to(root).parts
+    if "runs" in parts:
+        return "/".join(parts[: parts.index("runs")])
+    return "/".join(parts[:-3])
+
+
+def base_name(label: str) -> str:
+    """Registered sampler name of a label: ``edm[p_mean=0.0]`` → ``edm``."""
+    return label.split("[", 1)[0]
+
+
+def load_records(results: str | Path) -> pd.DataFrame:
+    """Every evaluation row under ``results`` (``runs/`` and any other folder, e.g. ``gpu/``) as one frame.
+
+    Adds per run: ``run_dir`` (the folder of its records.jsonl), ``origin`` (see ``_origin``), ``status``
+    (from run.json; "unknown" without one), ``sampler_name`` (the registered sampler) and ``total_kimg``.
+    """
+    root = Path(results)
+    rows = []
+    for path in sorted(root.rglob("records.jsonl")) if root.is_dir() else []:
+        run_dir = path.parent
+        info = read_json(run_dir / "run.json") if (run_dir / "run.json").is_file() else {}
+        for row in read_jsonl(path):
+            rows.append(row | {
+                "run_dir": str(run_dir),
+                "origin": _origin(root, run_dir),
+                "status": info.get("status", "unknown"),
+                "sampler_name": info.get("sampler_name") or base_name(str(row.get("sampler", ""))),
+                "total_kimg": info.get("total_kimg", math.nan),
+            })
+    df = pd.DataFrame(rows)
+    for column in RECORD_COLUMNS + RUN_COLUMNS:
+        if column not in df:
+            df[column] = pd.Series(dtype=object)
+    if not df.empty:
+        df["value"] = df["value"].astype(float)
+        df["kimg"] = df["kimg"].astype(float)
+        for flag in ("higher_is_better", "stand_in_data", "substitute_metric"):
+            df[flag] = df[flag].fillna(False).astype(bool)
+    df["data_key"] = np.where(df["stand_in_data"].astype(bool), df["data"].astype(object), "")
+    return df
+
+
+def final_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Per run and metric, the row at the run's largest kimg."""
+    if df.empty:
+        return df
+    last = df.groupby(["run_dir", "metric"])["kimg"].transform("max")
+    return df[df["kimg"] == last].drop_duplicates(["run_dir", "metric"], keep="last").reset_index(drop=True)
+
+
+def finished(df: pd.DataFrame, budget: str | None = None) -> pd.DataFrame:
+    """Rows of finished runs (status done, or no run.json), of ``budget`` when given."""
+    keep = df["status"].isin(FINISHED)
+    if budget is not None:
+        keep &= df["budget"] == budget
+    return df[keep]
+
+
+# -- labels ------------------------------------------------------------------------------------------
+def is_adaptive(name: str) -> bool:
+    """Whether the registered sampler ``name`` adapts its density during training (unknown names: no)."""
+    from suite.registry import UnknownNameError
+    from suite.sampler import SAMPLERS
+
+    try:
+        return bool(SAMPLERS.get(name).adaptive)
+    except UnknownNameError:
+        return False
+
+
+def sampler_order(labels: list[str]) -> list[str]:
+    """Paper samplers first (LogU, Cos, FM, EDM, KG, InfoNoise), then Laplace, Cauchy, then other names; a
+    label with parameters (``edm[p_mean=0.0]``) follows its sampler, ordered by the parameters' values."""
+    known = PAPER_SAMPLERS + EXTRA_SAMPLERS
+    rank = {name: i for i, name in enumerate(known)}
+    def value(text: str) -> tuple[int, float, str]:
+        try:
+            return 0, float(text), ""
+        except ValueError:
+            return 1, 0.0, text
+
+    def key(label: str) -> tuple[int, str, bool, list[tuple[str, tuple[int, float, str]]]]:
+        name = base_name(label)
+        params = [item.partition("=") for item in label[len(name) + 1:-1].split(",")] if label != name else []
+        return rank.get(name, len(known)), name, label != name, [(k, value(v)) for k, _, v in params]
+
+    return sorted(set(labels), key=key)
+
+
+def metric_label(metric: str, substitute: bool, higher_is_better: bool) -> str:
+    """``fid ↓``, ``fd-rand-test (substitute) ↓``, ``mauve ↑``."""
+    return f"{metric}{' (substitute)' if substitute else ''} {'↑' if higher_is_better else '↓'}"
+
+
+def _metric_of(row: pd.Series) -> str:
+    return metric_label(row["metric"], bool(row["substitute_metric"]), bool(row["higher_is_better"]))
+
+
+def _row_labels(keys: pd.DataFrame) -> pd.Series:
+    """A readable, unique label per comparison row: task, stand-in data, origin, and the hash if needed."""
+    base = keys["task"].astype(str) + np.where(
+        keys["stand_in_data"], " (stand-in data: " + keys["data_key"].astype(str) + ")", "")
+    base = base + np.where(keys["origin"] != "", " (" + keys["origin"].astype(str) + ")", "")
+    several = keys.groupby(["task", "budget", "metric", "stand_in_data", "data_key", "origin"])[
+        "comparison_hash"].transform("nunique") > 1
+    return base + np.where(several, " [comparison " + keys["comparison_hash"].astype(str) + "]", "")
+
+
+def with_row_labels(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with a ``row`` column naming its comparison row."""
+    if df.empty:
+        return df.assign(row=pd.Series(dtype=object))
+    keys = df[ROW_KEYS].drop_duplicates().reset_index(drop=True)
+    keys["row"] = _row_labels(keys)
+    return df.merge(keys, on=ROW_KEYS, how="left")
+
+
+def _fmt(x: float, scale: float | None = None) -> str:
+    """Two decimals below 100, one above (FIDs of short runs reach the hundreds); ``scale`` (default x)
+    picks the precision, so that a std is written to the decimals of its mean."""
+    return f"{x:.1f}" if abs(x if scale is None else scale) >= 100 else f"{x:.2f}"
+
+
+# -- published numbers -------------------------------------------------------------------------------
+def load_published(results: str | Path | None = None) -> pd.DataFrame:
+    """The paper's table in long form (task, metric, sampler, paper, paper_nfe); empty if not found.
+
+    Looked for in ``<results>/paper/`` first, then in the repository's ``results/paper/``.
+    """
+    columns = ["task", "metric", "sampler", "paper", "paper_nfe"]
+    candidates = ([Path(results) / PAPER_FILE] if results is not None else []) + [REPO_PAPER_TABLE]
+    path = next((p for p in candidates if p.is_file()), None)
+    if path is None:
+        return pd.DataFrame(columns=columns)
+    wide = pd.read_csv(path)
+    long = wide.melt(id_vars=["dataset", "task", "metric", "higher_is_better", "nfe"],
+                     value_vars=list(PAPER_SAMPLERS), var_name="sampler", value_name="paper")
+    long = long.dropna(subset=["paper"]).rename(columns={"nfe": "paper_nfe"})
+    long["metric"] = long["metric"].str.lower()
+    return long[columns].reset_index(drop=True)
+
+
+# -- comparison table --------------------------------------------------------------------------------
+def comparison_stats(df: pd.DataFrame, budget: str | None = None,
+                     published: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Long form of the comparison table: one line per row × sampler with mean, std, n, best, paper.
+
+    ``std`` is the sample standard deviation over seeds (NaN for one seed). ``best`` marks the best mean
+    of the row by the metric's direction (ties all marked). ``paper`` is the published value for real
+    data and a real metric of the same task, sampler and metric (NaN otherwise).
+    """
+    final = with_row_labels(final_rows(finished(df, budget)))
+    columns = ["row", *ROW_KEYS, "sampler", "mean", "std", "n", "nfe", "best", "paper", "paper_nfe"]
+    if final.empty:
+        return pd.DataFrame(columns=columns)
+    stats = (final.groupby(["row", *ROW_KEYS, "sampler"], dropna=False)
+             .agg(mean=("value", "mean"), std=("value", "std"), n=("value", "size"),
+                  nfe=("nfe", lambda s: "/".join(str(v) for v in sorted(s.dropna().unique()))))
+             .reset_index())
+    signed = np.where(stats["higher_is_better"], stats["mean"], -stats["mean"])
+    best = pd.Series(signed, index=stats.index).groupby([stats[k] for k in ROW_KEYS]).transform("max")
+    stats["best"] = np.isclose(signed, best, rtol=1e-12, atol=0.0)
+    published = load_published() if published is None else published
+    comparable = ~stats["stand_in_data"] & ~stats["substitute_metric"]
+    stats = stats.merge(published, on=["task", "metric", "sampler"], how="left")
+    stats.loc[~comparable, ["paper", "paper_nfe"]] = np.nan
+    return stats[columns]
+
+
+def _cell(mean: float, std: float, best: bool, paper: float) -> str:
+    text = "–" if math.isnan(mean) else _fmt(mean) + ("" if math.isnan(std) else f" ± {_fmt(std, mean)}")
+    if best:
+        text = f"**{text}**"
+    return text if math.isnan(paper) else f"{text} (paper {_fmt(paper)})"
+
+
+def comparison_table(df: pd.DataFrame, budget: str | None = None,
+                     published: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Rows comparisons, columns samplers: "mean ± std" over seeds of the final metric, best ``**marked**``.
+
+    Columns: ``task`` (row label), ``budget``, ``metric`` (with its direction), ``NFE``, ``seeds``, then one
+    column per sampler: LogU, Cos, FM, EDM, KG, InfoNoise, Laplace, Cauchy always, and any other sampler
+    label present (e.g. ``edm[p_mean=0.0]``). A published value stands beside the measured one as
+    "(paper x)", also where the sampler was not run ("– (paper x)").
+    """
+    published = load_published() if published is None else published
+    stats = comparison_stats(df, budget, published)
+    samplers = sampler_order(list(PAPER_SAMPLERS + EXTRA_SAMPLERS) + stats["sampler"].tolist())
+    lines = []
+    for _, part in stats.groupby(ROW_KEYS, sort=False, dropna=False):
+        first = part.iloc[0]
+        line = {"task": first["row"], "budget": first["budget"], "metric": _metric_of(first)}
+        nfe = "/".join(sorted(set(part["nfe"])))
+        paper_nfe = part["paper_nfe"].dropna()
+        if not paper_nfe.empty and str(int(paper_nfe.iloc[0])) != nfe:
+            nfe += f" (paper {int(paper_nfe.iloc[0])})"
+        line["NFE"] = nfe
+        counts = sorted(set(part["n"]))
+        line["seeds"] = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+        by_sampler = part.set_index("sampler")
+        paper_here = pd.DataFrame()
+        if not (first["stand_in_data"] or first["substitute_metric"]):
+            same = (published["task"] == first["task"]) & (published["metric"] == first["metric"])
+            paper_here = published[same]
+        paper_of = dict(zip(paper_here.get("sampler", []), paper_here.get("paper", []), strict=True))
+        for sampler in samplers:
+            if sampler in by_sampler.index:
+                s = by_sampler.loc[sampler]
+                line[sampler] = _cell(s["mean"], s["std"], bool(s["best"]), paper_of.get(sampler, math.nan))
+            else:
+                line[sampler] = _cell(math.nan, math.nan, False, paper_of.get(sampler, math.nan))
+        lines.append(line)
+    columns = ["task", "budget", "metric", "NFE", "seeds", *samplers]
+    return _sort_rows(pd.DataFrame(lines, columns=columns))
+
+
+def _sort_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """Tasks in the paper's row order, then the others alphabetically."""
+    if table.empty:
+        return table
+    published = load_published()
+    order = {task: i for i, task in enumerate(dict.fromkeys(published["task"]))}
+    task = table["task"].str.split(" ", n=1).str[0]
+    key = task.map(lambda t: (order.get(t, len(order)), t))
+    ordered = table.assign(_key=key).sort_values(["_key", "budget", "task"])
+    return ordered.drop(columns="_key").reset_index(drop=True)
+
+
+# -- time to target ----------------------------------------------------------------------------------
+def first_crossing(kimg: np.ndarray, values: np.ndarray, target: float, higher_is_better: bool) -> float:
+    """kimg where a curve (increasing kimg) first reaches ``target``, linearly interpolated; NaN if never."""
+    sign = 1.0 if higher_is_better else -1.0
+    tolerance = 1e-12 * max(1.0, abs(target))
+    reached = sign * (np.asarray(values, dtype=float) - target) >= -tolerance
+    if not reached.any():
+        return math.nan
+    i = int(np.argmax(reached))
+    if i == 0:
+        return float(kimg[0])
+    k0, k1, v0, v1 = float(kimg[i - 1]), float(kimg[i]), float(values[i - 1]), float(values[i])
+    return k0 + (target - v0) * (k1 - k0) / (v1 - v0)
+
+
+def seed_mean_curves(df: pd.DataFrame) -> pd.DataFrame:
+    """Mean over seeds of each sampler's quality at each evaluation point, per comparison row."""
+    rows = with_row_labels(df)
+    return (rows.groupby(["row", *ROW_KEYS, "sampler", "sampler_name", "kimg"], dropna=False)["value"]
+            .mean().reset_index().sort_values(["row", "sampler", "kimg"]).reset_index(drop=True))
+
+
+def time_to_target(df: pd.DataFrame, budget: str | None = None) -> pd.DataFrame:
+    """Processed examples (kimg) each sampler needs to reach the strongest fixed sampler's final quality.
+
+    One line per comparison row × sampler: ``target_sampler`` and ``target`` (its final seed-mean
+    quality), ``kimg_to_target`` (NaN when never reached), ``reached``, ``result`` ("12.3" or "not
+    reached") and ``speedup`` = kimg_to_target(target sampler)/kimg_to_target(sampler). Rows without a
+    fixed sampler have no target and are left out.
+    """
+    columns = ["row", *ROW_KEYS, "target_sampler", "target", "sampler", "sampler_name", "kimg_to_target",
+               "reached", "result", "speedup"]
+    curves = seed_mean_curves(finished(df, budget))
+    lines = []
+    for _, part in curves.groupby(ROW_KEYS, sort=False, dropna=False):
+        higher = bool(part["higher_is_better"].iloc[0])
+        finals = part.groupby(["sampler", "sampler_name"])["value"].last().reset_index()
+        fixed = finals[~finals["sampler_name"].map(is_adaptive)]
+        if fixed.empty:
+            continue
+        best = fixed.loc[fixed["value"].idxmax() if higher else fixed["value"].idxmin()]
+        crossing = {}
+        for (sampler, name), curve in part.groupby(["sampler", "sampler_name"]):
+            crossing[sampler] = (name, first_crossing(curve["kimg"].to_numpy(), curve["value"].to_numpy(),
+                                                      float(best["value"]), higher))
+        reference = crossing[best["sampler"]][1]
+        keys = part.iloc[0][ROW_KEYS].to_dict()
+        for sampler in sampler_order(list(crossing)):
+            name, k = crossing[sampler]
+            lines.append({"row": part["row"].iloc[0], **keys, "target_sampler": best["sampler"],
+                          "target": float(best["value"]), "sampler": sampler, "sampler_name": name,
+                          "kimg_to_target": k,
+                          "reached": not math.isnan(k), "result": NOT_REACHED if math.isnan(k) else _fmt(k),
+                          "speedup": reference / k if k > 0 else math.nan})
+    return pd.DataFrame(lines, columns=columns)
+
+
+def time_to_target_table(df: pd.DataFrame, budget: str | None = None) -> pd.DataFrame:
+    """Wide view of ``time_to_target``: rows comparisons, columns the kimg each sampler needs.
+
+    The last column is InfoNoise's speed-up over the target sampler ("1.40×", "not reached", or "–"
+    without an InfoNoise run); with several InfoNoise labels each is listed.
+    """
+    long = time_to_target(df, budget)
+    samplers = sampler_order(long["sampler"].tolist())
+    lines = []
+    for _, part in long.groupby(ROW_KEYS, sort=False, dropna=False):
+        first = part.iloc[0]
+        line = {"task": first["row"], "budget": first["budget"], "metric": _metric_of(first),
+                "target": f"{first['target_sampler']}: {_fmt(first['target'])}"}
+        by_sampler = part.set_index("sampler")
+        for sampler in samplers:
+            line[sampler] = by_sampler.loc[sampler, "result"] if sampler in by_sampler.index else "–"
+        info = part[part["sampler_name"] == "infonoise"]
+        speedups = [(s, NOT_REACHED if not r else f"{x:.2f}×")
+                    for s, r, x in zip(info["sampler"], info["reached"], info["speedup"], strict=True)]
+        if not speedups:
+            line["InfoNoise speed-up"] = "–"
+        elif len(speedups) == 1:
+            line["InfoNoise speed-up"] = speedups[0][1]
+        else:
+            line["InfoNoise speed-up"] = "; ".join(f"{s}: {v}" for s, v in speedups)
+        lines.append(line)
+    columns = ["task", "budget", "metric", "target", *samplers, "InfoNoise speed-up"]
+    return _sort_rows(pd.DataFrame(lines, columns=columns))
+
+
+# -- rendering ---------------------------------------------------------------------------------------
+def to_markdown(table: pd.DataFrame) -> str:
+    """GitHub-flavoured Markdown table of string cells (``|`` escaped)."""
+    def clean(value: object) -> str:
+        return str(value).replace("|", "\\|").replace("\n", " ")
+
+    header = [clean(c) for c in table.columns]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    for values in table.itertuples(index=False):
+        lines.append("| " + " | ".join(clean(v) for v in values) + " |")
+    return "\n".join(lines)
+
+
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+_LATEX_SYMBOLS = {"±": r"$\pm$", "×": r"$\times$", "↓": r"$\downarrow$", "↑": r"$\uparrow$", "–": "--"}
+
+
+def latex_cell(text: object) -> str:
+    """LaTeX-escaped cell text; ``**x**`` becomes ``\\textbf{x}``."""
+    out = "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+    for symbol, command in _LATEX_SYMBOLS.items():
+        out = out.replace(symbol, command)
+    return re.sub(r"\*\*(.+?)\*\*", r"\\textbf{\1}", out)
+
+
+def to_latex(table: pd.DataFrame, caption: str) -> str:
+    """A booktabs LaTeX table (pandas Styler) of escaped string cells."""
+    cells = table.map(latex_cell).rename(columns=latex_cell)
+    return cells.style.hide(axis="index").to_latex(
+        hrules=True, caption=latex_cell(caption), column_format="l" * len(cells.columns))
+
+
+NO_ROWS = "no rows (no finished runs)"
+NO_TARGET = "no rows (no comparison has a finished fixed sampler to set the target)"
+COMPARISON_CAPTION = ("Final quality, mean ± std over seeds (best per row in bold); published values "
+                      "(InfoNoise, arXiv 2602.18647) in parentheses")
+TARGET_CAPTION = ("Processed examples (kimg) to reach the strongest fixed sampler's final quality; "
+                  "InfoNoise speed-up = target sampler's kimg / InfoNoise's")
+
+
+def render(table: pd.DataFrame, fmt: str, caption: str, empty: str = NO_ROWS) -> str:
+    """``table`` as Markdown (with a heading), LaTeX or CSV; ``empty`` says why a table has no rows."""
+    if table.empty:
+        return f"{'# ' if fmt == 'csv' else ''}{caption}: {empty}\n"
+    if fmt == "md":
+        return f"### {caption}\n\n{to_markdown(table)}\n"
+    if fmt == "latex":
+        return to_latex(table, caption)
+    if fmt == "csv":
+        return f"# {caption}\n{table.to_csv(index=False)}"
+    raise ValueError(f"unknown format {fmt!r}; valid: md, latex, csv")
+
+
+def main(args: argparse.Namespace) -> int:
+    """``suite table``: print both tables of the records under ``args.results``."""
+    df = load_records(args.results)
+    if df.empty:
+        print(f"no records under {args.results}", file=sys.stderr)
+        return 1
+    budget = getattr(args, "budget", None)
+    fmt = getattr(args, "format", "md")
+    print(render(comparison_table(df, budget, load_published(args.results)), fmt, COMPARISON_CAPTION))
+    print(render(time_to_target_table(df, budget), fmt, TARGET_CAPTION, NO_TARGET))
+    return 0
