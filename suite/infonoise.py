@@ -19,7 +19,7 @@ does not vanish at low noise) the gate pivot is σ_min. The density is piecewise
 bin centres and the support's end points, so it carries no histogram discretisation error.
 
 The paper publishes n = 3 and p = 0.002 but no grid, smoothing, warm-up or refresh values; the defaults
-here were chosen by ``scripts/tune_infonoise.py`` (see docs/infonoise-defaults.md) and every value is
+here were chosen with ``scripts/tune_infonoise.py`` (docs/infonoise-defaults.md) and every value is
 recorded in each run.
 """
 
