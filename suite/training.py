@@ -29,7 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch import Tensor, nn
 
 from suite.checkpoint import load_latest_checkpoint, save_checkpoint
-from suite.config import comparison_hash, config_hash, sampler_label, sampler_params, to_dict
+from suite.config import comparison_hash, config_hash, sampler_label, sampler_params
 from suite.diffusion import EDMDenoiser, denoising_losses
 from suite.distributed import DistContext, barrier, init_distributed
 from suite.records import (
@@ -198,9 +198,7 @@ class Trainer:
             keep = torch.rand(self.batch, generator=gen, device=ctx.device)[mine] >= float(
                 self.budget.label_dropout
             )
-            onehot = nn.functional.one_hot(
-                self.labels[index.to(ctx.device)], self.task.num_classes
-            ).float()
+            onehot = nn.functional.one_hot(self.labels[index.to(ctx.device)], self.task.num_classes).float()
             labels = onehot * keep[:, None]
         if self.budget.channels_last and ctx.device.type == "cuda":
             x0, noise = (
@@ -390,7 +388,8 @@ class Trainer:
             self.wall_time += time.perf_counter() - step_start
             if ctx.is_main:
                 self.log_sampler()
-            if self.nimg - last_tick >= tick_nimg or self.nimg >= self.total_nimg:
+            ticked = self.nimg - last_tick >= tick_nimg or self.nimg >= self.total_nimg
+            if ticked:
                 self._tick(loss_sum, last_tick, tick_start)
                 loss_sum.zero_()
                 last_tick, tick_start = self.nimg, time.perf_counter()
@@ -401,7 +400,7 @@ class Trainer:
                 barrier()
             if evaluate or self.nimg // ckpt_nimg > before // ckpt_nimg:
                 self.checkpoint()
-            if self._stop_signal is not None and self.nimg < self.total_nimg:
+            if self._stop_requested(ticked) and self.nimg < self.total_nimg:
                 if not evaluate and self.nimg // ckpt_nimg == before // ckpt_nimg:
                     self.checkpoint()
                 if ctx.is_main:
@@ -409,6 +408,17 @@ class Trainer:
                 raise Interrupted(
                     f"stopped by signal {self._stop_signal} at kimg {self.nimg / 1000}; re-run to resume"
                 )
+
+    def _stop_requested(self, ticked: bool) -> bool:
+        """Whether to checkpoint and stop now. With several ranks the flag is agreed on (MAX all-reduce) at
+        each tick, so that every rank stops at the same step; a single process reacts at the next step."""
+        if self.ctx.world_size == 1:
+            return self._stop_signal is not None
+        if not ticked:
+            return False
+        flag = torch.tensor(float(self._stop_signal is not None), device=self.ctx.device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return bool(flag.item())
 
     def _tick(self, loss_sum: Tensor, last_tick: int, tick_start: float) -> None:
         if dist.is_initialized():
@@ -437,17 +447,12 @@ class Trainer:
 def train(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any]:
     """Train, evaluate and record one run into ``run_dir``, resuming from its newest checkpoint."""
     run_dir = Path(run_dir)
-    trainer = Trainer(cfg, run_dir)
+    ctx = init_distributed(cfg.device)
     try:
-        return trainer.run()
+        return Trainer(cfg, run_dir, ctx).run()
     except Interrupted:
         raise
     except BaseException as err:
-        if trainer.ctx.is_main:
-            trainer.dir.update(status="failed", error=f"{type(err).__name__}: {err}", failed=now())
+        if ctx.is_main:
+            RunDirectory(run_dir).update(status="failed", error=f"{type(err).__name__}: {err}", failed=now())
         raise
-
-
-def run_config_dict(cfg: DictConfig) -> dict[str, Any]:
-    """Plain dict of a run config (for pickling to SLURM jobs)."""
-    return to_dict(cfg)

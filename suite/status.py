@@ -1,0 +1,124 @@
+"""``suite status``: the state of every run of a results folder, with SLURM's view of submitted runs.
+
+For each run directory ``<results>/runs/*/*/seed*`` it shows the task, budget, sampler, seed, the status from
+``run.json`` (pending when there is none) and the processed kimg. For runs submitted with
+``--launcher slurm`` (``slurm.json``) it adds the job id and its state from ``sacct`` (``unknown`` where
+there is no accounting). A run whose record says pending or running while its job has ended (an exception
+before the run could record it, out of memory, a kill, a node failure) is shown as failed. Failed runs show
+their error line: ``run.json``'s ``error``, else the last line of the job's stderr log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from suite.records import RunDirectory
+from suite.slurm import read_submission, slurm_command
+
+# SLURM states of jobs that are over (the others are queued, running or on their way to run again).
+ENDED_STATES = frozenset({
+    "BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
+    "REVOKED", "TIMEOUT",
+})
+ERROR_WIDTH = 120
+COLUMNS = ["task", "budget", "sampler", "seed", "status", "kimg", "job", "slurm", "error"]
+
+
+def _expand_array(job: str) -> list[str]:
+    """``12_[0-2,5%2]`` → ``12_0 12_1 12_2 12_5``; other ids unchanged."""
+    match = re.fullmatch(r"(\d+)_\[([^\]]+)\]", job)
+    if not match:
+        return [job]
+    base, spec = match.group(1), match.group(2).split("%")[0]
+    ids = []
+    for part in spec.split(","):
+        first, _, last = part.partition("-")
+        ids += [f"{base}_{i}" for i in range(int(first), int(last or first) + 1)]
+    return ids
+
+
+def parse_sacct(text: str) -> dict[str, str]:
+    """Job id → state (first word: ``CANCELLED by 0`` → ``CANCELLED``) from ``sacct -n -P -o JobID,State``."""
+    states = {}
+    for line in text.splitlines():
+        job, sep, state = line.strip().partition("|")
+        if sep and state:
+            for job_id in _expand_array(job):
+                states[job_id] = state.split()[0]
+    return states
+
+
+def sacct_states(array_ids: Iterable[str]) -> dict[str, str] | None:
+    """States of the jobs (and all tasks of the arrays) ``array_ids``; None when sacct does not work."""
+    ids = sorted(set(array_ids))
+    if not ids:
+        return {}
+    out = slurm_command("sacct", "-j", ",".join(ids), "-X", "-n", "-P", "--format=JobID,State")
+    return parse_sacct(out.stdout) if out and out.returncode == 0 else None
+
+
+def last_error_line(log: str | Path | None) -> str:
+    """Last non-empty line of a job's stderr log that is not srun's own ('' if none)."""
+    path = Path(log) if log else None
+    if path is None or not path.is_file():
+        return ""
+    lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    own = [line for line in lines if not line.startswith("srun: ")]
+    return (own or lines or [""])[-1]
+
+
+def effective_status(recorded: str, slurm_state: str) -> str:
+    """The run's status from its record, corrected by the state of its job where the record is stale."""
+    if recorded in ("pending", "running") and slurm_state in ENDED_STATES:
+        return "failed"
+    if recorded in ("pending", "interrupted") and slurm_state == "RUNNING":
+        return "running"
+    return recorded
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= ERROR_WIDTH else text[: ERROR_WIDTH - 1] + "…"
+
+
+def collect(results: str | Path) -> pd.DataFrame:
+    """One row per run directory under ``results``: identity, status, progress, job, SLURM state, error."""
+    run_dirs = sorted(p for p in Path(results).glob("runs/*/*/seed*") if p.is_dir())
+    infos = [(d, RunDirectory(d).info(), read_submission(d)) for d in run_dirs]
+    states = sacct_states(sub["array_job_id"] for _, _, sub in infos if sub.get("array_job_id"))
+    rows: list[dict[str, Any]] = []
+    for run_dir, info, sub in infos:
+        task, budget = run_dir.parent.parent.name.rsplit("-", 2)[:2]
+        job = sub.get("job_id", "")
+        slurm_state = "" if not job else "unknown" if states is None else states.get(job, "unknown")
+        status = effective_status(info.get("status", "pending"), slurm_state)
+        error = ""
+        if status == "failed":
+            recorded_error = (info.get("error") or "").strip().splitlines()
+            error = (recorded_error[0] if recorded_error else last_error_line(sub.get("stderr"))
+                     or f"job {job} ended {slurm_state}")
+        rows.append({
+            "task": info.get("task", task), "budget": info.get("budget", budget),
+            "sampler": run_dir.parent.name, "seed": int(run_dir.name.removeprefix("seed")), "status": status,
+            "kimg": info.get("kimg", 0.0), "job": job or "-", "slurm": slurm_state or "-",
+            "error": _short(error),
+        })
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Print the status table of ``args.results``."""
+    table = collect(args.results)
+    if table.empty:
+        print(f"no runs under {Path(args.results) / 'runs'}")
+        return 0
+    print(table.to_string(index=False))
+    counts = Counter(table["status"])
+    print(f"{len(table)} run(s): " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
+    return 0
