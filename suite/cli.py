@@ -113,12 +113,27 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(func=_lazy("suite.report", "main"))
 
     bench = sub.add_parser("bench", help="measured speed figures, side by side in one run")
-    bench.add_argument("what", choices=["train", "sampler", "eval"])
-    bench.add_argument("--task", default="bfashion")
-    bench.add_argument("--budget", default="smoke")
-    bench.add_argument("--batch", type=int, default=None)
-    bench.add_argument("--device", default="auto")
-    bench.set_defaults(func=_lazy("suite.bench", "main"))
+    kinds = bench.add_subparsers(dest="what", required=True)
+    for what, about in (("train", "training throughput, FLOPs and memory per precision/compile variant"),
+                        ("sampler", "each sampler's cost per step against the training step"),
+                        ("eval", "samples/s at the task's NFE and metric features/s")):
+        kind = kinds.add_parser(what, help=about)
+        kind.add_argument("--task", default="bfashion")
+        kind.add_argument("--budget", default="smoke")
+        kind.add_argument("--device", default="auto")
+        kind.add_argument("--batch", type=int, default=None, help={
+            "train": "global batch (default: the budget's)", "sampler": "global batch (default 512)",
+            "eval": "sample and feature batch (default: the budget's eval.batch_size)"}[what])
+        if what in ("train", "sampler"):
+            kind.add_argument("--steps", type=int, default=None, help="timed training steps")
+        if what == "train":
+            kind.add_argument("--variants", default=None, help="comma list of fp32,bf16,bf16+compile (all)")
+        if what == "eval":
+            kind.add_argument("--samples", type=int, default=None,
+                              help="generated samples (default: the budget's on CUDA, 8 on the CPU)")
+        kind.add_argument("--out", default=None, help="also write the figures as JSON to this file")
+        kind.add_argument("overrides", nargs="*", help="key=value config overrides")
+        kind.set_defaults(func=_lazy("suite.bench", "main"))
     return parser
 
 
