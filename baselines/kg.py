@@ -38,25 +38,10 @@ class KingmaGaoAdaptive(BinnedAdaptiveSampler):
         weight: LossWeight | None = None,
         importance_correction: bool = True,
         bins: int = 100,
-        warmup_steps: int = 500,
-        refresh_every: int = 100,
-        decay: float = 0.9,
-        min_count: int = 16,
-        base: str = "edm",
-        base_params: dict[str, Any] | None = None,
+        **schedule: Any,
     ) -> None:
-        super().__init__(
-            sigma_min,
-            sigma_max,
-            weight,
-            bins,
-            warmup_steps,
-            refresh_every,
-            decay,
-            min_count,
-            base,
-            base_params,
-        )
+        """``schedule``: warmup_steps, refresh_every, decay, min_count, base, base_params (base class)."""
+        super().__init__(sigma_min, sigma_max, weight, bins=bins, **schedule)
         self.importance_correction = bool(importance_correction)
 
     def _reference_factor(self, sigma: Tensor) -> Tensor:

@@ -66,30 +66,15 @@ class InfoNoise(BinnedAdaptiveSampler):
         sigma_max: float = 80.0,
         weight: LossWeight | None = None,
         bins: int = 64,
-        warmup_steps: int = 500,
-        refresh_every: int = 100,
-        decay: float = 0.9,
-        min_count: int = 16,
         smoothing_bins: float = 0.0,
         gate_n: float = 3.0,
         gate_c: float | None = None,
         onset_p: float = 0.002,
         onset_persistence: int = 3,
-        base: str = "edm",
-        base_params: dict[str, Any] | None = None,
+        **schedule: Any,
     ) -> None:
-        super().__init__(
-            sigma_min,
-            sigma_max,
-            weight,
-            bins,
-            warmup_steps,
-            refresh_every,
-            decay,
-            min_count,
-            base,
-            base_params,
-        )
+        """``schedule``: warmup_steps, refresh_every, decay, min_count, base, base_params (base class)."""
+        super().__init__(sigma_min, sigma_max, weight, bins=bins, **schedule)
         if gate_c is not None and not gate_c > 0:
             raise ValueError(f"gate_c must be positive or null (onset rule), got {gate_c}")
         if not 0 < onset_p < 1 or onset_persistence < 1 or smoothing_bins < 0:
