@@ -23,5 +23,5 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps -r requirements-nodeps.txt
   echo "$want" > "$stamp"
 fi
-"$VENV/bin/pip" install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+"$VENV/bin/pip" install -q --disable-pip-version-check --no-deps -e .
 echo "installed: $("$VENV/bin/suite" --help >/dev/null && echo "$VENV/bin/suite")"
