@@ -7,8 +7,10 @@ A run directory holds
   sampler.jsonl   the sampler's density at every rebuild (once for fixed samplers)
   records.jsonl   tidy evaluation rows (one per run × evaluation point × metric), one file per run
   checkpoints/    see ``suite.checkpoint``
-JSON files are replaced atomically (write to a temporary file, fsync, rename); JSONL files are rewritten
-atomically when a resumed run drops the rows past its checkpoint, so no row is ever written twice.
+JSON files are replaced atomically (write to a temporary file, fsync, rename). JSONL rows are appended
+and fsynced; a kill mid-append can only tear the last line, which readers skip, and a resumed run
+rewrites each JSONL file atomically without the torn line and the rows past its checkpoint, so no row
+is ever written twice.
 """
 
 from __future__ import annotations
@@ -96,15 +98,24 @@ def write_jsonl(path: str | os.PathLike, rows: Iterable[dict[str, Any]]) -> None
 
 
 def append_jsonl(path: str | os.PathLike, rows: Iterable[dict[str, Any]]) -> None:
-    """Append rows by an atomic rewrite (the files are small: ticks, rebuilds, evaluation rows)."""
-    write_jsonl(path, read_jsonl(path) + list(rows))
+    """Append rows (one JSON object per line) and fsync."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        handle.write("".join(json.dumps(row, sort_keys=True, default=str) + "\n" for row in rows))
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def truncate_jsonl(path: str | os.PathLike, max_nimg: int) -> None:
-    """Drop rows written after the checkpoint a run resumes from (``nimg`` > ``max_nimg``)."""
-    rows = read_jsonl(path)
-    kept = [row for row in rows if row.get("nimg", 0) <= max_nimg]
-    if len(kept) != len(rows):
+    """Keep the rows up to the checkpoint a run resumes from (``nimg`` ≤ ``max_nimg``), dropping a torn
+    last line; the file is rewritten atomically only when something is dropped."""
+    path = Path(path)
+    if not path.is_file():
+        return
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    kept = [row for row in read_jsonl(path) if row.get("nimg", 0) <= max_nimg]
+    if len(kept) != len(lines):
         write_jsonl(path, kept)
 
 

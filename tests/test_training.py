@@ -94,10 +94,11 @@ def test_sigkill_and_rerun_gives_identical_metrics(tmp_path, data, reference_run
     deadline = time.time() + 300
     while time.time() < deadline and not list(results.glob("runs/*/infonoise/seed0/checkpoints/ckpt-*.pt")):
         time.sleep(0.05)
-    time.sleep(random.Random(os.getpid()).uniform(0.0, 3.0))  # a random moment after training started
+    time.sleep(random.Random(os.getpid()).uniform(0.0, 1.0))  # a random moment after training started
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
     (run_dir,) = results.glob("runs/*/infonoise/seed0")
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "running"  # killed mid-run
     for path in list_checkpoints(run_dir / "checkpoints"):
         torch.load(path, weights_only=False)  # every checkpoint left behind reads back
     subprocess.run(run_cmd(results, data), env=env(), check=True, timeout=600)
@@ -150,3 +151,18 @@ def test_class_conditional_training_and_guided_generation(tmp_path, data):
     assert all(torch.isfinite(torch.tensor(losses)))
     samples = trainer.generate(5)
     assert samples.shape == (5, 1, 28, 28) and torch.isfinite(samples).all()
+
+
+def test_torn_jsonl_line_is_dropped_on_resume(tmp_path):
+    """A kill mid-append tears only the last line: readers skip it and truncation removes it."""
+    from suite.records import append_jsonl, truncate_jsonl
+
+    path = tmp_path / "stats.jsonl"
+    append_jsonl(path, [{"nimg": 64}, {"nimg": 128}, {"nimg": 192}])
+    with open(path, "a") as handle:
+        handle.write('{"nimg": 2')  # torn
+    assert [r["nimg"] for r in read_jsonl(path)] == [64, 128, 192]
+    truncate_jsonl(path, 128)
+    append_jsonl(path, [{"nimg": 192}])
+    assert [r["nimg"] for r in read_jsonl(path)] == [64, 128, 192]
+    assert path.read_text().count("\n") == 3
