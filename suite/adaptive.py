@@ -57,6 +57,9 @@ class BinnedAdaptiveSampler(NoiseSampler):
     """Base of samplers whose density is rebuilt from binned per-sample loss statistics."""
 
     adaptive = True
+    # device tensors: added to every step and all-reduced at each rebuild / folded into decayed accumulators
+    _PENDING = ("pending_sum", "pending_count", "pending_dropped", "pending_outside")
+    _STATISTICS = (*_PENDING, "acc_sum", "acc_count")
 
     def __init__(
         self,
@@ -92,6 +95,7 @@ class BinnedAdaptiveSampler(NoiseSampler):
         self.edges = torch.linspace(self.u_min, self.u_max, self.bins + 1, dtype=torch.float64)
         self.centers = 0.5 * (self.edges[1:] + self.edges[:-1])
         self.steps = 0
+        self.dropped = 0
         self.density: TabulatedDensity | None = None
         self.history: list[dict[str, Any]] = []
         self._allocate(torch.device("cpu"))
@@ -101,13 +105,13 @@ class BinnedAdaptiveSampler(NoiseSampler):
         zeros = torch.zeros(self.bins, dtype=torch.float64, device=device)
         self.pending_sum, self.pending_count = zeros.clone(), zeros.clone()
         self.acc_sum, self.acc_count = zeros.clone(), zeros.clone()
-        self.dropped = torch.zeros((), dtype=torch.float64, device=device)
-        self.outside = torch.zeros((), dtype=torch.float64, device=device)
+        self.pending_dropped = torch.zeros((), dtype=torch.float64, device=device)
+        self.pending_outside = torch.zeros((), dtype=torch.float64, device=device)
 
     def to(self, device: torch.device | str) -> BinnedAdaptiveSampler:
         """Move the statistics and the density tables to ``device``."""
         device = torch.device(device)
-        for name in ("pending_sum", "pending_count", "acc_sum", "acc_count", "dropped", "outside"):
+        for name in self._STATISTICS:
             setattr(self, name, getattr(self, name).to(device))
         if self.density is not None:
             self.density = self.density.to(device)
@@ -131,10 +135,10 @@ class BinnedAdaptiveSampler(NoiseSampler):
         value = torch.where(finite, self.statistic(sigma64, loss.to(torch.float64)), torch.zeros_like(u))
         width = (self.u_max - self.u_min) / self.bins
         index = ((u - self.u_min) / width).nan_to_num(0).floor().clamp(0, self.bins - 1).long()
-        self.pending_sum.index_add_(0, index, torch.where(finite, value, torch.zeros_like(value)))
+        self.pending_sum.index_add_(0, index, value)
         self.pending_count.index_add_(0, index, finite.to(torch.float64))
-        self.dropped += (~torch.isfinite(loss) & ~outside).sum()
-        self.outside += outside.sum()
+        self.pending_dropped += (~torch.isfinite(loss) & ~outside).sum()
+        self.pending_outside += outside.sum()
         self.steps += 1
         if self.steps >= self.warmup_steps and (self.steps - self.warmup_steps) % self.refresh_every == 0:
             self.rebuild()
@@ -142,19 +146,20 @@ class BinnedAdaptiveSampler(NoiseSampler):
     def rebuild(self) -> None:
         """All-reduce the pending statistics, fold them in and rebuild the density (one host sync)."""
         if dist.is_available() and dist.is_initialized():
-            for tensor in (self.pending_sum, self.pending_count, self.dropped, self.outside):
-                dist.all_reduce(tensor)
-        if self.outside.item() > 0:
+            for name in self._PENDING:
+                dist.all_reduce(getattr(self, name))
+        if (outside := int(self.pending_outside.item())) > 0:
             raise ValueError(
-                f"{int(self.outside.item())} observed sigma values lie outside the {self.name} sampler's "
+                f"{outside} observed sigma values lie outside the {self.name} sampler's "
                 f"support [sigma_min={self.sigma_min:g}, sigma_max={self.sigma_max:g}]"
             )
         self.acc_sum = self.decay * self.acc_sum + self.pending_sum
         self.acc_count = self.decay * self.acc_count + self.pending_count
-        self.pending_sum.zero_()
-        self.pending_count.zero_()
+        self.dropped += int(self.pending_dropped.item())
+        for name in self._PENDING:
+            getattr(self, name).zero_()
         valid = self.acc_count >= self.min_count
-        record: dict[str, Any] = {"step": self.steps, "dropped": int(self.dropped.item())}
+        record: dict[str, Any] = {"step": self.steps, "dropped": self.dropped}
         if not bool(valid.any()):
             record["skipped"] = "no bin has min_count observations yet"
             self.history.append(record)
@@ -210,11 +215,9 @@ class BinnedAdaptiveSampler(NoiseSampler):
     def state_dict(self) -> dict[str, Any]:
         state: dict[str, Any] = {
             "steps": self.steps,
+            "dropped": self.dropped,
             "history": list(self.history),
-            **{
-                k: getattr(self, k).detach().cpu().clone()
-                for k in ("pending_sum", "pending_count", "acc_sum", "acc_count", "dropped", "outside")
-            },
+            **{k: getattr(self, k).detach().cpu().clone() for k in self._STATISTICS},
         }
         if self.density is not None:
             state["density"] = {
@@ -232,8 +235,9 @@ class BinnedAdaptiveSampler(NoiseSampler):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         device = self.pending_sum.device
         self.steps = int(state["steps"])
+        self.dropped = int(state["dropped"])
         self.history = list(state["history"])
-        for key in ("pending_sum", "pending_count", "acc_sum", "acc_count", "dropped", "outside"):
+        for key in self._STATISTICS:
             setattr(self, key, state[key].to(device=device, dtype=torch.float64).clone())
         if "density" in state:
             d = state["density"]
