@@ -307,8 +307,7 @@ def sampler_cost(cfg: DictConfig, batch: int, device: torch.device, min_steps: i
     sampler: NoiseSampler = build_sampler(
         cfg.sampler.name, float(cfg.task.sigma_min), float(cfg.task.sigma_max), weight, **sampler_params(cfg)
     )
-    if hasattr(sampler, "to"):
-        sampler.to(device)
+    sampler.to(device)
     dims = math.prod(TASKS.get(cfg.task.name)(cfg.task).sample_shape)
     stratified = bool(cfg.budget.stratified)
     warmup = int(getattr(sampler, "warmup_steps", 0))

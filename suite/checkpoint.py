@@ -1,8 +1,8 @@
 """Atomic training checkpoints and resume-by-rerunning (the EDM2 pattern).
 
 A checkpoint ``checkpoints/ckpt-<nimg>.pt`` holds everything the loop needs to continue bit for bit:
-network, EMA, optimiser, sampler state, RNG states, processed examples (which also fixes the data
-position, see ``suite.training``) and wall time. It is written to a temporary file, fsynced and renamed,
+network, EMA, optimiser, sampler state, processed examples (which fix the data position and every random
+draw, see ``suite.training``) and wall time. It is written to a temporary file, fsynced and renamed,
 so a kill at any moment leaves either the previous or the new checkpoint, never a torn one. On start the
 loop loads the newest checkpoint that reads back; the two newest are kept.
 """

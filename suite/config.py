@@ -122,9 +122,7 @@ def sampler_label(cfg: DictConfig) -> str:
     """The sampler's name, with the parameters that differ from its config file's defaults appended
     (``edm[p_mean=0.0]``) so that a sweep over sampler parameters gets distinct labels."""
     name = cfg.sampler.name
-    defaults = OmegaConf.to_container(
-        OmegaConf.merge(OmegaConf.load(CONF_DIR / "sampler" / f"{name}.yaml"), {}), resolve=False
-    )
+    defaults = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "sampler" / f"{name}.yaml"), resolve=False)
     current = to_dict(cfg)["sampler"]
     changed = [
         f"{k}={v}"

@@ -39,6 +39,7 @@ class NoiseSampler(ABC):
 
     name: ClassVar[str]
     adaptive: ClassVar[bool] = False
+    history: list[dict[str, Any]] | tuple[()] = ()  # per-rebuild diagnostics (adaptive samplers)
 
     def __init__(self, sigma_min: float = 0.002, sigma_max: float = 80.0, weight: LossWeight | None = None):
         if not 0 < sigma_min < sigma_max or not math.isfinite(sigma_max):
@@ -142,6 +143,14 @@ class NoiseSampler(ABC):
         """Restore what ``state_dict`` returned."""
         if state:
             raise ValueError(f"fixed sampler {self.name!r} has no state, got keys {sorted(state)}")
+
+    def to(self, device: torch.device | str) -> NoiseSampler:
+        """Move any device state (fixed samplers have none: they draw on the generator's device)."""
+        return self
+
+    def profile(self) -> dict[str, Tensor] | None:
+        """The estimated information profile behind the density, for records (None: not estimated)."""
+        return None
 
     def density_on(self, u: Tensor) -> Tensor:
         """π(u) per unit ln σ on a float64 grid (zero outside the support)."""

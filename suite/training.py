@@ -4,9 +4,10 @@ Budget and schedules are in processed examples (kimg, EDM's unit), so runs with 
 GPU counts stay comparable. Every random draw of step k comes from a generator seeded by
 (seed, processed examples): the global batch's data indices (the stream of per-epoch permutations of
 the training set, position = processed examples), σ (the sampler's inverse CDF of uniforms), ε and
-label dropout are drawn for the *global* batch on every rank and each rank keeps its slice. A resumed
-run therefore continues the same random stream, and a 2-process run draws exactly what a 1-process run
-with the doubled batch draws.
+label dropout are drawn for the *global* batch on every rank and each rank keeps its slice; the
+network's dropout uses the global RNG, reseeded from (seed, processed examples, rank). A resumed run
+therefore continues the same random stream without saving RNG states, and a 2-process run draws exactly
+what a 1-process run with the doubled batch draws (dropout aside).
 
 Optimisation follows EDM: Adam (β = 0.9, 0.999, ε = 1e-8), learning rate ramped up linearly over
 ``lr_rampup_kimg``, EMA with a half-life in images (ramped by ``ema_rampup_ratio``), non-finite gradients
@@ -16,6 +17,7 @@ zeroed, optional gradient-norm clipping, bf16 autocast / channels_last / torch.c
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import signal
 import time
@@ -54,24 +56,34 @@ class Interrupted(Exception):
     """The run checkpointed and stopped on SIGTERM/SIGUSR2; re-running the command resumes it."""
 
 
+def step_seed(seed: int, nimg: int) -> int:
+    """Seed of the step that starts at ``nimg`` processed examples."""
+    return (seed * 1_000_003 + nimg) % (2**63 - 1)
+
+
 def step_generator(seed: int, nimg: int, device: torch.device) -> torch.Generator:
     """The generator of the step that starts at ``nimg`` processed examples."""
     gen = torch.Generator(device=device)
-    gen.manual_seed((seed * 1_000_003 + nimg) % (2**63 - 1))
+    gen.manual_seed(step_seed(seed, nimg))
     return gen
+
+
+@functools.lru_cache(maxsize=2)
+def epoch_permutation(seed: int, n_data: int, epoch: int) -> Tensor:
+    """The order of the data set in ``epoch`` (cached: a step reuses its epoch's permutation)."""
+    return torch.randperm(n_data, generator=torch.Generator().manual_seed(seed * 7919 + epoch))
 
 
 def batch_indices(seed: int, n_data: int, nimg: int, batch: int) -> Tensor:
     """Indices [nimg, nimg + batch) of the stream of per-epoch random permutations of the data set."""
-    out = []
-    position = nimg
-    while len(out) < batch:
+    parts = []
+    position, end = nimg, nimg + batch
+    while position < end:
         epoch, offset = divmod(position, n_data)
-        perm = torch.randperm(n_data, generator=torch.Generator().manual_seed(seed * 7919 + epoch))
-        take = perm[offset : offset + batch - len(out)]
-        out.extend(take.tolist())
-        position += len(take)
-    return torch.tensor(out, dtype=torch.long)
+        take = epoch_permutation(seed, n_data, epoch)[offset : offset + end - position]
+        parts.append(take)
+        position += take.numel()
+    return torch.cat(parts)
 
 
 def ema_beta(batch: int, nimg: int, halflife_kimg: float, rampup_ratio: float | None) -> float:
@@ -109,8 +121,7 @@ class Trainer:
             self.weight,
             **sampler_params(cfg),
         )
-        if hasattr(self.sampler, "to"):
-            self.sampler.to(device)
+        self.sampler.to(device)
         torch.manual_seed(int(cfg.seed))  # network initialisation
         net = self.task.build_network(self.budget.network)
         self.model = EDMDenoiser(net, float(cfg.task.sigma_data)).to(device)
@@ -146,10 +157,6 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "sampler": self.sampler.state_dict(),
             "wall_time": self.wall_time,
-            "rng": {
-                "torch": torch.get_rng_state(),
-                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-            },
             "config_hash": config_hash(self.cfg),
         }
 
@@ -166,10 +173,9 @@ class Trainer:
         self.ema.load_state_dict(state["ema"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.sampler.load_state_dict(state["sampler"])
-        torch.set_rng_state(state["rng"]["torch"].cpu())
         self.nimg = int(state["nimg"])
         self.wall_time = float(state["wall_time"])
-        self._rebuilds_logged = len(getattr(self.sampler, "history", []))
+        self._rebuilds_logged = len(self.sampler.history)
         if self.ctx.is_main:
             self.dir.truncate_to(self.nimg)
         barrier()
@@ -186,6 +192,7 @@ class Trainer:
         """One optimiser step on the global batch starting at ``self.nimg``; returns this rank's loss sum."""
         ctx, cfg = self.ctx, self.cfg
         gen = step_generator(int(cfg.seed), self.nimg, ctx.device)
+        torch.manual_seed(step_seed(int(cfg.seed), self.nimg) + ctx.rank)  # the network's dropout masks
         per_rank = self.batch // ctx.world_size
         mine = slice(ctx.rank * per_rank, (ctx.rank + 1) * per_rank)
         index = batch_indices(int(cfg.seed), self.data.x.shape[0], self.nimg, self.batch)[mine]
@@ -229,8 +236,7 @@ class Trainer:
             self.batch, self.nimg, float(self.budget.ema_halflife_kimg), self.budget.ema_rampup_ratio
         )
         with torch.no_grad():
-            for p_ema, p in zip(self.ema.parameters(), self.model.parameters(), strict=True):
-                p_ema.lerp_(p.detach(), 1 - beta)
+            torch._foreach_lerp_(list(self.ema.parameters()), list(self.model.parameters()), 1 - beta)
         return weighted.detach().sum()
 
     # -- evaluation ----------------------------------------------------------------------------------
@@ -292,7 +298,7 @@ class Trainer:
             "n_samples": int(ev.samples),
             "n_reference": min(int(ev.reference), self.data.x.shape[0]),
             "guidance": float(ev.guidance),
-            "importance_weighting": bool(getattr(self.sampler, "importance_correction", False)),
+            "importance_weighting": bool(self.sampler.hyperparameters().get("importance_correction", False)),
             "comparison_hash": comparison_hash(cfg),
             "config_hash": config_hash(cfg),
             "eval_seconds": round(time.perf_counter() - t0, 2),
@@ -301,18 +307,15 @@ class Trainer:
         return [row]
 
     # -- records -------------------------------------------------------------------------------------
-    def log_sampler(self) -> None:
-        """Append the sampler's density at each new rebuild (fixed samplers: once, at the start)."""
-        history = getattr(self.sampler, "history", None)
-        if history is None:
-            if self._rebuilds_logged == 0 and self.nimg == 0:
-                append_jsonl(self.dir.sampler_log, [self._density_row({})])
-            self._rebuilds_logged = 1
-            return
-        new = history[self._rebuilds_logged :]
+    def log_sampler(self, initial: bool = False) -> None:
+        """Append the sampler's density at the start of a run and after each new rebuild."""
+        rows = [self._density_row({})] if initial else []
+        new = self.sampler.history[self._rebuilds_logged :]
         if new:
-            append_jsonl(self.dir.sampler_log, [self._density_row(new[-1])])
-        self._rebuilds_logged = len(history)
+            rows.append(self._density_row(new[-1]))
+        self._rebuilds_logged = len(self.sampler.history)
+        if rows:
+            append_jsonl(self.dir.sampler_log, rows)
 
     def _density_row(self, rebuild: Mapping[str, Any]) -> dict[str, Any]:
         u = torch.linspace(
@@ -325,8 +328,7 @@ class Trainer:
             "density": self.sampler.density_on(u).cpu().tolist(),
             **dict(rebuild),
         }
-        profile = getattr(self.sampler, "profile", None)
-        if callable(profile) and (p := profile()) is not None:
+        if (p := self.sampler.profile()) is not None:
             row["profile"] = {k: v.cpu().tolist() for k, v in p.items()}
         return row
 
@@ -364,7 +366,7 @@ class Trainer:
                     total_kimg=self.total_nimg / 1000,
                     error=None,
                 )
-                self.log_sampler()
+                self.log_sampler(initial=not resumed)
             self._loop()
             if ctx.is_main:
                 return self.dir.update(
