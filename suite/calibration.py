@@ -43,28 +43,9 @@ def _mixture() -> GaussianMixtureData:
     return GaussianMixtureData(means, torch.tensor([0.1, 0.2, 0.05]), torch.tensor([0.3, 0.3, 0.4]))
 
 
-def _mixture_mmse(sigma: Tensor, half_width: float = 8.0, points: int = 81) -> Tensor:
-    """MMSE of the 2-D isotropic mixture by quadrature: E_x[tr Cov(x₀|x)] with x = μ_k + τ_k·z,
-    τ_k² = s_k² + σ², weighted by w_k, trapezoid rule on z ∈ [−8, 8]² (converged to 1e-8 relative)."""
+def _mixture_mmse(sigma: Tensor) -> Tensor:
     data = _mixture()
-    z1 = torch.linspace(-half_width, half_width, points, dtype=torch.float64)
-    zz = torch.stack(torch.meshgrid(z1, z1, indexing="ij"), -1).reshape(-1, 2)
-    pz = torch.exp(-0.5 * zz.square().sum(1)) / (2 * math.pi) * (z1[1] - z1[0]) ** 2
-    s2 = sigma.to(torch.float64).reshape(-1, 1, 1) ** 2  # [S, 1, 1]
-    var = data.stds**2 + s2[..., 0]  # [S, K]
-    shrink = data.stds**2 / var
-    total = torch.zeros(s2.shape[0], dtype=torch.float64)
-    for k in range(data.means.shape[0]):
-        x = data.means[k] + var[:, k, None, None].sqrt() * zz  # [S, Z, 2]
-        diff = x[:, :, None, :] - data.means  # [S, Z, K, 2]
-        logits = data.weights.log() - 0.5 * diff.square().sum(-1) / var[:, None] - var.log()[:, None]
-        resp = torch.softmax(logits, dim=-1)  # [S, Z, K]
-        comp_mean = data.means + shrink[:, None, :, None] * diff
-        mean = (resp[..., None] * comp_mean).sum(2, keepdim=True)
-        comp_trace = 2 * data.stds**2 * (1 - shrink)  # tr C_k of an isotropic 2-D component
-        post = (resp * (comp_trace[:, None] + (comp_mean - mean).square().sum(-1))).sum(-1)
-        total = total + data.weights[k] * (post * pz).sum(-1)
-    return total.reshape(sigma.shape)
+    return information.isotropic_mixture_mmse_2d(sigma, data.means, data.stds, data.weights)
 
 
 _TWO_POINTS = torch.tensor([[-1.0], [1.0]])
