@@ -16,22 +16,14 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from suite.grids import karras_grid
+
 Denoise = Callable[[Tensor, Tensor], Tensor]
 
 
 def karras_sigmas(steps: int, sigma_min: float, sigma_max: float, rho: float = 7.0) -> Tensor:
-    """The EDM grid σ_i = (σ_max^{1/ρ} + i/(N−1)·(σ_min^{1/ρ} − σ_max^{1/ρ}))^ρ, i = 0..N−1, then σ_N = 0.
-
-    Karras et al. 2022, Eq. 5; N = ``steps``. Returns N + 1 float64 values on the CPU.
-    """
-    if steps < 2:
-        raise ValueError(f"the grid needs at least 2 steps, got {steps}")
-    if not 0 < sigma_min < sigma_max:
-        raise ValueError(f"need 0 < sigma_min < sigma_max, got [{sigma_min}, {sigma_max}]")
-    i = torch.arange(steps, dtype=torch.float64)
-    lo, hi = sigma_min ** (1 / rho), sigma_max ** (1 / rho)
-    sigmas = (hi + i / (steps - 1) * (lo - hi)) ** rho
-    return torch.cat([sigmas, sigmas.new_zeros(1)])
+    """The EDM grid of Karras et al. 2022, Eq. 5 (``suite.grids.karras_grid``): N + 1 float64 values."""
+    return karras_grid(steps, sigma_min, sigma_max, rho)
 
 
 def _check_grid(sigmas: Tensor) -> list[float]:
