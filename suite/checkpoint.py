@@ -1,17 +1,29 @@
-"""Atomic training checkpoints and resume-by-rerunning (the EDM2 pattern).
+"""Atomic training checkpoints that load without unpickling code, and resume-by-rerunning (the EDM2 pattern).
 
 A checkpoint ``checkpoints/ckpt-<nimg>.pt`` holds everything the loop needs to continue bit for bit:
-network, EMA, optimiser, sampler state, processed examples (which fix the data position and every random
-draw, see ``suite.training``) and wall time. It is written to a temporary file, fsynced and renamed,
-so a kill at any moment leaves either the previous or the new checkpoint, never a torn one. On start the
-loop loads the newest checkpoint that reads back; the two newest are kept.
+network, EMA, optimiser and sampler state dicts, processed examples (which fix the data position and
+every random draw, see ``suite.training``), wall time and the config hash. Every piece is a plain
+container (dict, list, tuple) of tensors, strings, numbers, booleans and None: :func:`save_checkpoint`
+refuses anything else, naming where it sits in the state, and checkpoints are read with
+``torch.load(weights_only=True)``, which builds no other object, so loading a checkpoint cannot run
+code. A checkpoint that holds other objects (a pickled instance, a function) is refused with an error
+naming the file and the object's type; it was not written by this suite.
+
+A checkpoint is written to a temporary file, fsynced and renamed, so a kill at any moment leaves either
+the previous or the new checkpoint, never a torn one; the temporary file of a killed writer is removed
+when the run starts again (``suite.lease.clean_temporary_files``). On start the loop loads the newest
+checkpoint that reads back: a truncated or otherwise unreadable one is skipped with a message naming
+it, and the one before it is used. The two newest are kept.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import pickle
 import re
+import zipfile
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +32,33 @@ import torch
 from suite.records import write_atomic
 
 _NAME = re.compile(r"^ckpt-(\d+)\.pt$")
+_GLOBAL = re.compile(r"Unsupported global: GLOBAL ([\w.]+)")
 KEEP = 2
+_ATOMS = (torch.Tensor, str, int, float, bool, type(None), torch.Size, torch.dtype, torch.device)
+
+
+class UnsafeCheckpoint(ValueError):
+    """A checkpoint file that holds objects other than tensors and plain containers."""
+
+
+def check_plain(value: Any, where: str = "state") -> None:
+    """Raise TypeError naming the first piece of ``value`` that ``torch.load(weights_only=True)`` refuses."""
+    if type(value) in _ATOMS or isinstance(value, torch.Tensor):
+        return
+    if type(value) in (list, tuple):
+        for i, item in enumerate(value):
+            check_plain(item, f"{where}[{i}]")
+        return
+    if type(value) in (dict, OrderedDict):
+        for key, item in value.items():
+            if type(key) not in (str, int):
+                raise TypeError(f"{where} has a key of type {type(key).__name__} ({key!r})")
+            check_plain(item, f"{where}[{key!r}]")
+        return
+    raise TypeError(
+        f"{where} is a {type(value).__module__}.{type(value).__qualname__} ({value!r:.80}); a checkpoint "
+        "holds only tensors, str, int, float, bool, None and dict/list/tuple of them"
+    )
 
 
 def checkpoint_path(folder: str | os.PathLike, nimg: int) -> Path:
@@ -30,8 +68,10 @@ def checkpoint_path(folder: str | os.PathLike, nimg: int) -> Path:
 
 def save_checkpoint(folder: str | os.PathLike, nimg: int, state: dict[str, Any]) -> Path:
     """Atomically write ``state`` as the checkpoint at ``nimg``, then prune to the newest ``KEEP``."""
+    state = state | {"nimg": int(nimg)}
+    check_plain(state)
     buffer = io.BytesIO()
-    torch.save(state | {"nimg": nimg}, buffer)
+    torch.save(state, buffer)
     path = checkpoint_path(folder, nimg)
     write_atomic(path, buffer.getvalue())
     for old in list_checkpoints(folder)[:-KEEP]:
@@ -48,13 +88,40 @@ def list_checkpoints(folder: str | os.PathLike) -> list[Path]:
     return [p for _, p in sorted(found)]
 
 
+def load_checkpoint(path: str | os.PathLike, device: torch.device | str = "cpu") -> dict[str, Any]:
+    """Read one checkpoint with ``weights_only=True``.
+
+    Raises :class:`UnsafeCheckpoint` (naming the file and the refused type) for a complete file that
+    holds other objects, and OSError/RuntimeError/EOFError for a truncated or unreadable one.
+    """
+    path = Path(path)
+    if not zipfile.is_zipfile(path):
+        raise RuntimeError(f"{path} is not a complete checkpoint archive (truncated or not a checkpoint)")
+    try:
+        state = torch.load(path, map_location=device, weights_only=True)
+    except pickle.UnpicklingError as err:
+        found = _GLOBAL.search(str(err))
+        what = f"an object of type {found.group(1)}" if found else "objects other than tensors"
+        raise UnsafeCheckpoint(
+            f"refusing checkpoint {path}: it holds {what}, which torch.load(weights_only=True) does not "
+            "build; suite checkpoints hold only tensors and plain containers. Remove the file (the run "
+            "then resumes from an earlier checkpoint, or starts over) if it is not yours to trust."
+        ) from None
+    if not isinstance(state, dict) or "nimg" not in state:
+        raise RuntimeError(f"{path} does not hold a training state (no 'nimg')")
+    return state
+
+
 def load_latest_checkpoint(
     folder: str | os.PathLike, device: torch.device | str = "cpu"
 ) -> dict[str, Any] | None:
-    """The newest checkpoint that loads (tensors on ``device``), or None when there is none."""
+    """The newest checkpoint that loads (tensors on ``device``), or None when there is none.
+
+    Unreadable checkpoints are skipped with a message; an unsafe one raises :class:`UnsafeCheckpoint`.
+    """
     for path in reversed(list_checkpoints(folder)):
         try:
-            return torch.load(path, map_location=device, weights_only=False)
+            return load_checkpoint(path, device)
         except (RuntimeError, EOFError, OSError) as err:
-            print(f"skipping unreadable checkpoint {path}: {err}")
+            print(f"skipping unreadable checkpoint {path}: {str(err).splitlines()[0]}", flush=True)
     return None

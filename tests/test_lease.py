@@ -1,0 +1,190 @@
+"""The run lease: one holder at a time, stale leases taken over, heartbeats, dead writers' files removed."""
+
+import dataclasses
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from suite.lease import (
+    BREAK_FILE,
+    LEASE_FILE,
+    Holder,
+    Lease,
+    LeaseLost,
+    RunBusy,
+    clean_temporary_files,
+    read_holder,
+)
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited and been reaped."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def plant(run_dir: Path, **changes) -> Holder:
+    """Write a lease record as another process would have, with ``changes`` to this process's record."""
+    holder = dataclasses.replace(Holder.of_this_process(), **changes)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / LEASE_FILE).write_bytes(holder.to_bytes())
+    return holder
+
+
+def test_lease_records_host_pid_start_and_heartbeat_and_is_removed_on_release(tmp_path):
+    with Lease(tmp_path) as lease:
+        record = json.loads((tmp_path / LEASE_FILE).read_text())
+        assert record["pid"] == os.getpid() and record["host"] == os.uname().nodename
+        assert record["since"] <= record["heartbeat"] <= time.time()
+        assert record["since_utc"].endswith("+00:00") and record["token"] == lease.record.token
+    assert not (tmp_path / LEASE_FILE).exists()
+
+
+def test_a_second_lease_on_a_live_holder_is_refused_naming_host_pid_and_since(tmp_path):
+    with Lease(tmp_path):
+        with pytest.raises(
+            RunBusy, match=rf"being trained by {os.uname().nodename} pid {os.getpid()} since "
+        ):
+            Lease(tmp_path).acquire(patience=0.2)
+
+
+def test_lease_of_a_dead_process_on_this_host_is_taken_over(tmp_path):
+    old = plant(tmp_path, pid=dead_pid(), token="dead")
+    with Lease(tmp_path) as lease:
+        assert lease.taken_over == old and read_holder(tmp_path).pid == os.getpid()
+
+
+def test_lease_of_a_reused_pid_is_taken_over(tmp_path):
+    me = Holder.of_this_process()
+    plant(tmp_path, start_ticks=(me.start_ticks or 0) + 12345, token="reused")
+    with Lease(tmp_path):
+        assert read_holder(tmp_path).token != "reused"
+
+
+def test_lease_from_before_a_reboot_of_this_host_is_taken_over(tmp_path):
+    plant(tmp_path, boot_id="another-boot", token="before-reboot")
+    with Lease(tmp_path):
+        assert read_holder(tmp_path).token != "before-reboot"
+
+
+def test_another_hosts_lease_is_live_until_its_heartbeat_is_older_than_the_timeout(tmp_path):
+    plant(tmp_path, host="node-b", heartbeat=time.time() - 5, token="b")
+    with pytest.raises(RunBusy, match="node-b pid"):
+        Lease(tmp_path, timeout=60, interval=1).acquire(patience=0.2)
+    plant(tmp_path, host="node-b", heartbeat=time.time() - 61, token="b")
+    with Lease(tmp_path, timeout=60, interval=1):
+        assert read_holder(tmp_path).host != "node-b"
+
+
+def test_requeued_slurm_job_takes_over_its_previous_runs_lease_on_another_node(tmp_path, monkeypatch):
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "0")
+    plant(tmp_path, host="node-a", slurm_job="4242", slurm_restart=0, token="first")
+    with pytest.raises(RunBusy):  # the same job instance is not a requeue
+        Lease(tmp_path).acquire(patience=0.2)
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "1")
+    with Lease(tmp_path):
+        assert read_holder(tmp_path).slurm_restart == 1
+
+
+def test_unparseable_lease_is_taken_over(tmp_path):
+    (tmp_path / LEASE_FILE).write_text("{not json")
+    with Lease(tmp_path):
+        assert read_holder(tmp_path).pid == os.getpid()
+
+
+def test_heartbeat_thread_refreshes_the_time_stamp(tmp_path):
+    with Lease(tmp_path, timeout=5, interval=0.05):
+        first = read_holder(tmp_path).heartbeat
+        time.sleep(0.4)
+        assert read_holder(tmp_path).heartbeat > first
+
+
+def test_holder_whose_lease_was_taken_over_stops_at_its_next_heartbeat(tmp_path):
+    with Lease(tmp_path, timeout=5, interval=0.05) as lease:
+        plant(tmp_path, host="node-b", token="usurper")
+        time.sleep(0.3)
+        with pytest.raises(LeaseLost, match="node-b"):
+            lease.heartbeat()
+        assert read_holder(tmp_path).token == "usurper"  # the loser does not overwrite or remove it
+    assert read_holder(tmp_path).token == "usurper"
+
+
+def test_break_lock_left_by_a_dead_process_is_cleared(tmp_path):
+    plant(tmp_path, pid=dead_pid(), token="dead")
+    (tmp_path / BREAK_FILE).write_bytes(
+        dataclasses.replace(Holder.of_this_process(), pid=dead_pid()).to_bytes()
+    )
+    with Lease(tmp_path):
+        assert not (tmp_path / BREAK_FILE).exists()
+
+
+def _contend(run_dir: str, start: float, hold: float, queue: multiprocessing.Queue) -> None:
+    time.sleep(max(start - time.time(), 0))
+    try:
+        with Lease(run_dir):
+            queue.put(("won", os.getpid()))
+            time.sleep(hold)
+    except RunBusy as busy:
+        queue.put(("busy", busy.holder.pid))
+
+
+@pytest.mark.parametrize("stale", [False, True], ids=["fresh", "stale"])
+def test_of_simultaneous_launchers_exactly_one_takes_the_lease(tmp_path, stale):
+    if stale:
+        plant(tmp_path, pid=dead_pid(), token="dead")
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    start = time.time() + 0.5
+    procs = [ctx.Process(target=_contend, args=(str(tmp_path), start, 1.5, queue)) for _ in range(6)]
+    for proc in procs:
+        proc.start()
+    results = [queue.get(timeout=30) for _ in procs]
+    for proc in procs:
+        proc.join(timeout=30)
+    winners = [pid for outcome, pid in results if outcome == "won"]
+    assert len(winners) == 1, results
+    assert all(pid == winners[0] for outcome, pid in results if outcome == "busy"), results
+    assert not (tmp_path / LEASE_FILE).exists() and not (tmp_path / BREAK_FILE).exists()
+
+
+def test_clean_up_removes_dead_writers_temporary_files_and_keeps_everything_else(tmp_path):
+    ckpts = tmp_path / "checkpoints"
+    ckpts.mkdir()
+    debris = [
+        ckpts / ".ckpt-000000000064.pt.k2j4_x9a.tmp",
+        tmp_path / ".run.json.abc123de.tmp",
+        tmp_path / ".stats.jsonl.zz9_0011.tmp",
+        tmp_path / f".{LEASE_FILE}.{'0' * 32}.link",
+    ]
+    kept = [
+        ckpts / "ckpt-000000000064.pt",
+        tmp_path / "run.json",
+        tmp_path / ".slurm.json.q1w2e3r4.tmp",  # written by the submitting process, not the holder
+        tmp_path / f".{LEASE_FILE}.{'1' * 32}.link",  # a racing launcher's, milliseconds old
+    ]
+    for path in debris + kept:
+        path.write_text("x")
+    old = time.time() - 3600
+    os.utime(debris[-1], (old, old))
+    assert sorted(clean_temporary_files(tmp_path)) == sorted(debris)
+    assert all(path.exists() for path in kept)
+
+
+def test_clean_up_finds_what_a_writer_killed_between_write_and_rename_leaves(tmp_path):
+    kill_before_rename = (
+        "import os, sys; from suite import records; records.os.replace = lambda *a: os._exit(9); "
+        "records.write_atomic(sys.argv[1], b'{}')"
+    )
+    target = tmp_path / "checkpoints" / "ckpt-000000000064.pt"
+    subprocess.run([sys.executable, "-c", kill_before_rename, str(target)], check=False)
+    (leftover,) = (tmp_path / "checkpoints").iterdir()
+    assert leftover.name.startswith(".ckpt-000000000064.pt.") and leftover.name.endswith(".tmp")
+    assert clean_temporary_files(tmp_path) == [leftover]
