@@ -6,12 +6,18 @@ For each run directory ``<results>/runs/*/*/seed*`` it shows the task, budget, s
 there is no accounting). A run whose record says pending or running while its job has ended (an exception
 before the run could record it, out of memory, a kill, a node failure) is shown as failed. Failed runs show
 their error line: ``run.json``'s ``error``, else the last line of the job's stderr log.
+
+The ``holder`` column names the process that holds the run's lease (``suite.lease``): host, pid and
+since when, or ``stale …`` for a lease whose process is gone. A run outside SLURM whose record says
+running but whose lease is gone or stale was killed, and is shown as interrupted; one whose record has
+not caught up with a live holder yet is shown as running.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import time
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -19,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from suite.lease import DEFAULT_TIMEOUT_S, Holder, read_holder
 from suite.records import RunDirectory
 from suite.slurm import read_submission, slurm_command
 
@@ -28,7 +35,7 @@ ENDED_STATES = frozenset({
     "REVOKED", "TIMEOUT",
 })
 ERROR_WIDTH = 120
-COLUMNS = ["task", "budget", "sampler", "seed", "status", "kimg", "job", "slurm", "error"]
+COLUMNS = ["task", "budget", "sampler", "seed", "status", "kimg", "job", "slurm", "holder", "error"]
 
 
 def _expand_array(job: str) -> list[str]:
@@ -74,13 +81,24 @@ def last_error_line(log: str | Path | None) -> str:
     return (own or lines or [""])[-1]
 
 
-def effective_status(recorded: str, slurm_state: str) -> str:
-    """The run's status from its record, corrected by the state of its job where the record is stale."""
+def effective_status(recorded: str, slurm_state: str, holder_live: bool | None = None) -> str:
+    """The run's status from its record, corrected by the state of its job and by its lease
+    (``holder_live``: True for a live holder, False for none or a stale one, None when not known)."""
     if recorded in ("pending", "running") and slurm_state in ENDED_STATES:
         return "failed"
-    if recorded in ("pending", "interrupted") and slurm_state == "RUNNING":
+    if recorded in ("pending", "interrupted") and (slurm_state == "RUNNING" or holder_live):
         return "running"
+    if recorded == "running" and slurm_state in ("", "unknown") and holder_live is False:
+        return "interrupted"
     return recorded
+
+
+def describe_holder(holder: Holder | None, live: bool) -> str:
+    """``host pid N since T`` of a lease holder, ``stale …`` for a dead one, ``-`` for none."""
+    if holder is None:
+        return "-"
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(holder.since))
+    return f"{'' if live else 'stale '}{holder.host} pid {holder.pid} since {since}Z"
 
 
 def _short(text: str) -> str:
@@ -97,7 +115,9 @@ def collect(results: str | Path) -> pd.DataFrame:
         task, budget = run_dir.parent.parent.name.rsplit("-", 2)[:2]
         job = sub.get("job_id", "")
         slurm_state = "" if not job else "unknown" if states is None else states.get(job, "unknown")
-        status = effective_status(info.get("status", "pending"), slurm_state)
+        holder = read_holder(run_dir)
+        live = holder is not None and not holder.stale(DEFAULT_TIMEOUT_S)
+        status = effective_status(info.get("status", "pending"), slurm_state, live)
         error = ""
         if status == "failed":
             recorded_error = (info.get("error") or "").strip().splitlines()
@@ -107,6 +127,7 @@ def collect(results: str | Path) -> pd.DataFrame:
             "task": info.get("task", task), "budget": info.get("budget", budget),
             "sampler": run_dir.parent.name, "seed": int(run_dir.name.removeprefix("seed")), "status": status,
             "kimg": info.get("kimg", 0.0), "job": job or "-", "slurm": slurm_state or "-",
+            "holder": describe_holder(holder, live),
             "error": _short(error),
         })
     return pd.DataFrame(rows, columns=COLUMNS)

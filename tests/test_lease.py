@@ -188,3 +188,18 @@ def test_clean_up_finds_what_a_writer_killed_between_write_and_rename_leaves(tmp
     (leftover,) = (tmp_path / "checkpoints").iterdir()
     assert leftover.name.startswith(".ckpt-000000000064.pt.") and leftover.name.endswith(".tmp")
     assert clean_temporary_files(tmp_path) == [leftover]
+
+
+def test_status_shows_the_holder_and_a_killed_run_as_interrupted(tmp_path):
+    from suite.records import RunDirectory
+    from suite.status import collect
+
+    run_dir = tmp_path / "runs" / "bfashion-smoke-0123abcd" / "edm" / "seed0"
+    RunDirectory(run_dir).update(status="running", kimg=0.5)
+    with Lease(run_dir):
+        (row,) = collect(tmp_path).to_dict("records")
+        assert row["status"] == "running"
+        assert row["holder"].startswith(f"{os.uname().nodename} pid {os.getpid()} since ")
+    plant(run_dir, pid=dead_pid(), token="killed")
+    (row,) = collect(tmp_path).to_dict("records")
+    assert row["status"] == "interrupted" and row["holder"].startswith("stale ")
