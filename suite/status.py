@@ -30,10 +30,20 @@ from suite.records import RunDirectory
 from suite.slurm import read_submission, slurm_command
 
 # SLURM states of jobs that are over (the others are queued, running or on their way to run again).
-ENDED_STATES = frozenset({
-    "BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
-    "REVOKED", "TIMEOUT",
-})
+ENDED_STATES = frozenset(
+    {
+        "BOOT_FAIL",
+        "CANCELLED",
+        "COMPLETED",
+        "DEADLINE",
+        "FAILED",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "PREEMPTED",
+        "REVOKED",
+        "TIMEOUT",
+    }
+)
 ERROR_WIDTH = 120
 COLUMNS = ["task", "budget", "sampler", "seed", "status", "kimg", "job", "slurm", "holder", "error"]
 
@@ -121,15 +131,25 @@ def collect(results: str | Path) -> pd.DataFrame:
         error = ""
         if status == "failed":
             recorded_error = (info.get("error") or "").strip().splitlines()
-            error = (recorded_error[0] if recorded_error else last_error_line(sub.get("stderr"))
-                     or f"job {job} ended {slurm_state}")
-        rows.append({
-            "task": info.get("task", task), "budget": info.get("budget", budget),
-            "sampler": run_dir.parent.name, "seed": int(run_dir.name.removeprefix("seed")), "status": status,
-            "kimg": info.get("kimg", 0.0), "job": job or "-", "slurm": slurm_state or "-",
-            "holder": describe_holder(holder, live),
-            "error": _short(error),
-        })
+            error = (
+                recorded_error[0]
+                if recorded_error
+                else last_error_line(sub.get("stderr")) or f"job {job} ended {slurm_state}"
+            )
+        rows.append(
+            {
+                "task": info.get("task", task),
+                "budget": info.get("budget", budget),
+                "sampler": run_dir.parent.name,
+                "seed": int(run_dir.name.removeprefix("seed")),
+                "status": status,
+                "kimg": info.get("kimg", 0.0),
+                "job": job or "-",
+                "slurm": slurm_state or "-",
+                "holder": describe_holder(holder, live),
+                "error": _short(error),
+            }
+        )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
