@@ -14,6 +14,11 @@ the previous or the new checkpoint, never a torn one; the temporary file of a ki
 when the run starts again (``suite.lease.clean_temporary_files``). On start the loop loads the newest
 checkpoint that reads back: a truncated or otherwise unreadable one is skipped with a message naming
 it, and the one before it is used. The two newest are kept.
+
+Fault injection (``tests/test_faults.py``): ``SUITE_FAULT=<point>@<nimg>`` makes the process SIGKILL
+itself at ``point`` once ``nimg`` examples are processed, so that a test's kill lands exactly where it
+means it to. Points: ``step`` (the training loop, after the step), ``checkpoint`` (``save_checkpoint``,
+after half of the checkpoint is in its temporary file and before the rename). Unset, nothing happens.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import io
 import os
 import pickle
 import re
+import signal
+import tempfile
 import zipfile
 from collections import OrderedDict
 from pathlib import Path
@@ -34,7 +41,21 @@ from suite.records import write_atomic
 _NAME = re.compile(r"^ckpt-(\d+)\.pt$")
 _GLOBAL = re.compile(r"Unsupported global: GLOBAL ([\w.]+)")
 KEEP = 2
+FAULT_ENV = "SUITE_FAULT"
 _ATOMS = (torch.Tensor, str, int, float, bool, type(None), torch.Size, torch.dtype, torch.device)
+
+
+def fault_point(point: str, nimg: int, before_kill: bytes | None = None, path: Path | None = None) -> None:
+    """SIGKILL this process if ``$SUITE_FAULT`` is ``<point>@<n>`` and ``nimg`` ≥ n (module docstring);
+    first write ``before_kill`` to a temporary file beside ``path``, as an interrupted writer leaves it."""
+    name, _, at = os.environ.get(FAULT_ENV, "").partition("@")
+    if name != point or not at or nimg < int(at):
+        return
+    if before_kill is not None and path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, _ = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.write(fd, before_kill)
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 class UnsafeCheckpoint(ValueError):
@@ -73,6 +94,7 @@ def save_checkpoint(folder: str | os.PathLike, nimg: int, state: dict[str, Any])
     buffer = io.BytesIO()
     torch.save(state, buffer)
     path = checkpoint_path(folder, nimg)
+    fault_point("checkpoint", nimg, buffer.getvalue()[: buffer.tell() // 2], path)
     write_atomic(path, buffer.getvalue())
     for old in list_checkpoints(folder)[:-KEEP]:
         old.unlink(missing_ok=True)
