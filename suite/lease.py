@@ -350,14 +350,15 @@ def clean_temporary_files(run_dir: str | os.PathLike) -> list[Path]:
     """Remove what dead writers left in a run directory (call while holding its lease).
 
     Removed: the temporary files of ``suite.records.write_atomic`` (``.<name>.<random>.tmp``: checkpoints
-    in ``checkpoints/``, ``run.json``, the JSONL files, ``config.yaml``), and the lease's own temporary
-    files (``.lease.json.*.link``) once older than ``BREAK_TIMEOUT_S`` (a launcher racing for the lease
-    holds one for milliseconds). Kept: temporary files of files other processes write (``slurm.json``).
+    in ``checkpoints/``, snapshots in ``snapshots/``, ``run.json``, the JSONL files, ``config.yaml``),
+    and the lease's own temporary files (``.lease.json.*.link``) once older than ``BREAK_TIMEOUT_S`` (a
+    launcher racing for the lease holds one for milliseconds). Kept: temporary files of files other
+    processes write (``slurm.json``).
     Returns the removed paths.
     """
     run_dir = Path(run_dir)
     removed = []
-    for folder in (run_dir, run_dir / "checkpoints"):
+    for folder in (run_dir, run_dir / "checkpoints", run_dir / "snapshots"):
         if not folder.is_dir():
             continue
         for path in folder.iterdir():
