@@ -28,7 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ from matplotlib.figure import Figure
 from omegaconf import OmegaConf
 
 from suite.config import CONF_DIR
+from suite.profile import PosthocProfile, ProfileFn, empirical_profile, normalise
 from suite.records import read_json, read_jsonl
 from suite.sampler import SAMPLERS, build_sampler
 from suite.table import (
@@ -130,12 +131,6 @@ def _sigma_axis(ax: Axes, limits: tuple[float, float] = (SIGMA_MIN, SIGMA_MAX)) 
 
 
 # -- densities ---------------------------------------------------------------------------------------
-def normalise(u: np.ndarray, density: np.ndarray) -> np.ndarray:
-    """density/∫density du (trapezoid rule): a probability density per unit u."""
-    total = np.trapezoid(density, u)
-    return density / total if total > 0 else density
-
-
 def effective_allocation(u: np.ndarray, pi: np.ndarray, weight: LossWeight) -> np.ndarray:
     """φ(u) = π(u)·w(e^u), normalised per unit ln σ."""
     w = weight(torch.as_tensor(np.exp(u), dtype=torch.float64)).numpy()
@@ -152,8 +147,10 @@ def _config_params(name: str) -> dict[str, Any]:
     return params  # type: ignore[return-value]
 
 
-def registered_densities(u: np.ndarray, weight: LossWeight) -> list[tuple[str, np.ndarray]]:
-    """(legend label, π(u)) of every registered sampler with its config defaults.
+def registered_densities(
+    u: np.ndarray, weight: LossWeight, sigma_min: float = SIGMA_MIN, sigma_max: float = SIGMA_MAX
+) -> list[tuple[str, np.ndarray]]:
+    """(legend label, π(u)) of every registered sampler with its config defaults on [σ_min, σ_max].
 
     Adaptive samplers are shown at their warm-up base prior (their density before the first rebuild).
     """
@@ -163,11 +160,11 @@ def registered_densities(u: np.ndarray, weight: LossWeight) -> list[tuple[str, n
         params = _config_params(name)
         if SAMPLERS.get(name).adaptive:
             base, base_params = params.get("base", "edm"), dict(params.get("base_params") or {})
-            sampler = build_sampler(base, SIGMA_MIN, SIGMA_MAX, weight, **base_params)
+            sampler = build_sampler(base, sigma_min, sigma_max, weight, **base_params)
             shown = ", ".join(f"{k}={v}" for k, v in base_params.items())
             label = f"{name} (warm-up prior: {base}{f' {shown}' if shown else ''})"
         else:
-            sampler = build_sampler(name, SIGMA_MIN, SIGMA_MAX, weight, **params)
+            sampler = build_sampler(name, sigma_min, sigma_max, weight, **params)
             shown = ", ".join(f"{k}={v}" for k, v in params.items())
             label = f"{name}{f' ({shown})' if shown else ''}"
         curves.append((label, sampler.density_on(grid).numpy()))
@@ -308,56 +305,6 @@ def figure_stem(results: Path, folder: Path) -> str:
     return "_".join(parts)
 
 
-# -- post hoc information profile --------------------------------------------------------------------
-@dataclass(frozen=True)
-class PosthocProfile:
-    """The empirical-prior MMSE of a data subset on a σ grid, with the subset's nearest-neighbour scale."""
-
-    sigma: np.ndarray
-    mmse: np.ndarray
-    nn_distance: float
-    n_points: int
-    dim: int
-
-    def density(self) -> np.ndarray:
-        """Entropy-rate profile MMSE(σ)/σ² per unit ln σ, normalised."""
-        return normalise(np.log(self.sigma), self.mmse / self.sigma**2)
-
-    @property
-    def memorisation_sigma(self) -> float:
-        """σ_mem = d_NN/√(2 ln N): below it the empirical posterior sits on the query's own point.
-
-        A query x_j + σε scores the other points at least d_NN²/(2σ²) lower (in expectation) than x_j, so
-        the posterior mass off x_j is at most about (N − 1)·exp(−d_NN²/(2σ²)), small once σ < σ_mem.
-        """
-        return self.nn_distance / math.sqrt(2 * math.log(max(self.n_points, 2)))
-
-
-ProfileFn = Callable[[dict[str, Any], np.ndarray], PosthocProfile]
-
-
-def empirical_profile(task_cfg: dict[str, Any], sigma: np.ndarray, n_points: int = 512, n_queries: int = 256,
-                      seed: int = 0) -> PosthocProfile:
-    """Post hoc profile of a task's training data: ``empirical_prior_mmse`` of ``n_points`` random examples.
-
-    Loads the data through the task plugin (``TASKS.get(name)(cfg).load_data()``); ``n_queries`` noisy
-    queries are shared by all σ. ``nn_distance`` is the median Euclidean distance of a subset point to its
-    nearest other point; the empirical posterior collapses (MMSE → 0) below ``memorisation_sigma``.
-    """
-    from suite.information import empirical_prior_mmse
-    from suite.task import TASKS
-
-    data = TASKS.get(task_cfg["name"])(OmegaConf.create(task_cfg)).load_data()
-    gen = torch.Generator().manual_seed(seed)
-    pick = torch.randperm(data.x.shape[0], generator=gen)[:n_points]
-    x = data.x[pick].reshape(len(pick), -1).to(torch.float64)
-    mmse = empirical_prior_mmse(torch.as_tensor(sigma), x, n_queries=n_queries, generator=gen)
-    dist = torch.cdist(x, x)
-    dist.fill_diagonal_(math.inf)
-    return PosthocProfile(np.asarray(sigma, dtype=float), mmse.numpy(), float(dist.min(1).values.median()),
-                          len(pick), x.shape[1])
-
-
 # -- figure 1: alignment -----------------------------------------------------------------------------
 def _mean_allocations(runs: list[Run]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per sampler label, the seed-mean final φ (u, φ)."""
@@ -456,20 +403,30 @@ def _quality_label(row: pd.Series) -> str:
            f"({better} is better)"
 
 
+def figure_target(rows: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """``time_to_target`` against the paper's fixed baselines, or against every fixed sampler when none of
+    them ran; with the words naming which."""
+    target = time_to_target(rows)
+    if not target.empty:
+        return target, "best of the paper's fixed baselines"
+    return time_to_target(rows, targets=None), "best fixed sampler"
+
+
 def plot_quality(rows: pd.DataFrame, title: str, base: Path) -> list[Path]:
     """Quality versus processed examples: mean over seeds with a ±1 std band, per sampler.
 
-    The horizontal line is the time-to-target target (the strongest fixed sampler's final quality) and
-    the markers on it are where each seed-mean curve first reaches it.
+    The horizontal line is the time-to-target target (the best final quality of the paper's fixed baselines,
+    else of every fixed sampler; ``figure_target``) and the markers on it are where each seed-mean curve
+    first reaches it.
     """
     first = rows.iloc[0]
     styles = style_map(rows["sampler"].unique().tolist())
     fig, ax = _figure(figsize=(9, 5.6))
     sns.lineplot(data=rows, x="kimg", y="value", errorbar="sd", ax=ax, **_seaborn_styles(styles))
-    target = time_to_target(rows)
+    target, which = figure_target(rows)
     if not target.empty:
         ax.axhline(target["target"].iloc[0], color="0.2", lw=1, linestyle=(0, (4, 2)),
-                   label=f"target: final {target['target_sampler'].iloc[0]} quality")
+                   label=f"target: final {target['target_sampler'].iloc[0]} quality ({which})")
         hits = target[target["reached"]]
         ax.scatter(hits["kimg_to_target"], hits["target"], s=70, facecolors="none", edgecolors="black",
                    zorder=5, label="first reaches target")
@@ -586,7 +543,7 @@ def plot_pmean_sweep(runs: list[Run], rows: pd.DataFrame, title: str, base: Path
     """
     if len({r.label for r in runs if r.name == "edm"}) < 2 or rows.empty:
         return None
-    target = time_to_target(rows)
+    target, which = figure_target(rows)
     if target.empty:
         return None
     points = _sweep_points(runs, rows, target)
@@ -626,7 +583,7 @@ def plot_pmean_sweep(runs: list[Run], rows: pd.DataFrame, title: str, base: Path
     ax_q.set_title("final quality (mean ± std over seeds)")
     ax_q.legend(fontsize=8)
     ax_t.set_ylabel("processed examples to reach the target (kimg)")
-    ax_t.set_title(f"time to target: final {target['target_sampler'].iloc[0]} quality "
+    ax_t.set_title(f"time to target ({which}): final {target['target_sampler'].iloc[0]} quality "
                    f"{target['target'].iloc[0]:.3g} (● reached, ▲ not reached, ★ InfoNoise)")
     fig.suptitle(title)
     fig.tight_layout()

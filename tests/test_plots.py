@@ -12,14 +12,15 @@ import torch
 from test_table import write_run
 
 from suite.plots import (
-    PosthocProfile,
     allocation_median,
     discover_runs,
     effective_allocation,
-    empirical_profile,
+    figure_target,
     plot_alignment,
     plot_sampler_densities,
+    registered_densities,
 )
+from suite.profile import PosthocProfile, empirical_profile
 from suite.report import config_overrides, hydra_value, reproduce_command, write_report
 from suite.weighting import EDMWeight, UniformWeight
 
@@ -142,16 +143,22 @@ def test_alignment_without_a_profile(results: Path, tmp_path: Path):
 
 
 def test_empirical_profile_through_a_task_plugin(monkeypatch):
-    """The default profile loads data through the task registry; a tiny stand-in task keeps it cheap."""
-    from suite.task import TASKS, TrainingData
+    """The default profile loads the training split through the task registry; a tiny task keeps it cheap."""
+    from suite.objectives import GaussianX0Objective
+    from suite.task import TASKS, TaskData, TensorSplit
 
     class Tiny:
+        name = "tiny"
+
         def __init__(self, cfg):
             self.cfg = cfg
 
-        def load_data(self):
-            x = torch.randn(200, 1, 4, 4, generator=torch.Generator().manual_seed(0))
-            return TrainingData(x=x, labels=None, variant="tiny", stand_in=True)
+        def objective(self, weight):
+            return GaussianX0Objective(weight)
+
+        def load(self):
+            split = TensorSplit(torch.randn(200, 1, 4, 4, generator=torch.Generator().manual_seed(0)))
+            return TaskData(split, split, "tiny", True, "0", "memory")
 
     monkeypatch.setattr(TASKS, "get", lambda name: Tiny)
     sigma = np.geomspace(0.01, 100, 12)
@@ -161,6 +168,24 @@ def test_empirical_profile_through_a_task_plugin(monkeypatch):
     assert profile.mmse[-1] == pytest.approx(16 * 1.0, rel=0.5)  # ≈ total variance at large σ
     assert profile.memorisation_sigma == pytest.approx(profile.nn_distance / math.sqrt(2 * math.log(32)))
     assert np.trapezoid(profile.density(), np.log(sigma)) == pytest.approx(1.0)
+
+
+def test_both_kg_readings_are_drawn_with_their_own_labels():
+    labels = [label for label, _ in registered_densities(U, EDMWeight(0.5))]
+    kg = [label for label in labels if label.startswith("kg")]
+    assert [label.split(" ")[0] for label in kg] == ["kg", "kg-uncorrected"]
+
+
+def test_figure_target_falls_back_to_every_fixed_sampler(tmp_path: Path):
+    from suite.table import load_records
+
+    write_run(tmp_path, "dna", "laplace", 0, [(1.0, 9.0), (2.0, 4.0)], metric="sei-fid")
+    write_run(tmp_path, "dna", "infonoise", 0, [(1.0, 5.0), (2.0, 3.0)], metric="sei-fid")
+    target, which = figure_target(load_records(tmp_path))
+    assert which == "best fixed sampler" and (target["target_sampler"] == "laplace").all()
+    write_run(tmp_path, "dna", "cos", 0, [(1.0, 9.0), (2.0, 6.0)], metric="sei-fid")
+    target, which = figure_target(load_records(tmp_path))
+    assert which == "best of the paper's fixed baselines" and (target["target_sampler"] == "cos").all()
 
 
 def test_hydra_values():
