@@ -9,10 +9,17 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 VENV=${SUITE_VENV:-.venv}
 
-if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ] && [ ! -d /usr/share/datasets/fashion-mnist ]; then
+# Real data from Debian's archive: Fashion-MNIST (IDX files), bacterial genome assemblies (the DNA smoke
+# stand-in) and the fortunes corpus (English text for the OpenWebText smoke stand-in).
+apt_packages=""
+[ -d /usr/share/datasets/fashion-mnist ] || apt_packages="$apt_packages dataset-fashion-mnist"
+[ -d /usr/share/doc/kaptive/examples ] || apt_packages="$apt_packages kaptive-example"
+[ -d /usr/share/games/fortunes ] || apt_packages="$apt_packages fortunes"
+if [ -n "$apt_packages" ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
   apt-get update -qq || true
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 dataset-fashion-mnist \
-    || echo "note: could not install dataset-fashion-mnist; point task.root at the Fashion-MNIST IDX files"
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 $apt_packages \
+    || echo "note: could not install$apt_packages; see README (Data) for where each task looks for its files"
 fi
 
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"

@@ -1,4 +1,4 @@
-"""Command line: ``suite run|list|samplers|status|table|plot|report|bench``.
+"""Command line: ``suite run|eval|data|profile|list|samplers|status|table|plot|report|bench``.
 
 Each subcommand is a small function; heavy imports happen inside them so ``suite --help`` is instant.
 """
@@ -11,9 +11,10 @@ from collections.abc import Callable
 
 
 def _run(args: argparse.Namespace) -> int:
-    from suite.runner import describe, plan_runs, run_local
+    from suite.runner import check_runs, describe, plan_runs, run_local
 
     runs = plan_runs(args.task, args.sampler, args.budget, args.seeds, args.results, args.overrides)
+    check_runs(runs)  # every sampler, weight, task and network built, every invalid value reported at once
     if args.dry_run:
         from omegaconf import OmegaConf
 
@@ -55,6 +56,17 @@ def _samplers(args: argparse.Namespace) -> int:
     return 0
 
 
+def _data(args: argparse.Namespace) -> int:
+    from suite.runner import resolve_task
+    from suite.task import TASKS
+
+    if len(args.paths) > 2:
+        raise ValueError(f"suite data takes [SRC] DEST, got {len(args.paths)} paths: {' '.join(args.paths)}")
+    source, dest = (None, args.paths[0]) if len(args.paths) == 1 else args.paths
+    TASKS.get(resolve_task(args.task)).prepare(source, dest)
+    return 0
+
+
 def _lazy(module: str, function: str) -> Callable[[argparse.Namespace], int]:
     def call(args: argparse.Namespace) -> int:
         import importlib
@@ -76,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--budget", default="smoke")
     run.add_argument("--seeds", type=int, default=1, help="number of training seeds (0..N-1)")
     run.add_argument("--results", default="results")
-    run.add_argument("--dry-run", action="store_true", help="print the resolved configs and planned runs")
+    run.add_argument("--dry-run", action="store_true", help="check every planned run and print them")
     run.add_argument("--launcher", choices=["local", "slurm"], default="local")
     run.add_argument("--partition", default=None)
     run.add_argument("--gpus-per-run", type=int, default=None)
@@ -85,6 +97,29 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--profile", default=None, help="cluster profile in slurm/profiles/ (default: local)")
     run.add_argument("overrides", nargs="*", help="key=value config overrides; a,b,c sweeps a value")
     run.set_defaults(func=_run)
+
+    evaluate = sub.add_parser("eval", help="re-score the saved network snapshots of a finished run")
+    evaluate.add_argument("run_dir", help="a run folder (…/runs/<comparison>/<sampler>/seed<k>)")
+    evaluate.add_argument("--metric", default=None, help="one metric of the task (default: all)")
+    evaluate.add_argument("--kimg", type=float, default=None, help="one evaluation point (default: all)")
+    evaluate.add_argument("--grid", default="karras", help="solver grid: karras | infogrid | …")
+    evaluate.add_argument("--steps", type=int, default=None, help="solver steps (default: the task's)")
+    evaluate.add_argument("--device", default="auto")
+    evaluate.set_defaults(func=_lazy("suite.evaluation", "main"))
+
+    data = sub.add_parser(
+        "data", help="download or convert a task's real data set: suite data TASK [SRC] DEST"
+    )
+    data.add_argument("task")
+    data.add_argument("paths", nargs="+", metavar="[SRC] DEST")
+    data.set_defaults(func=_data)
+
+    profile = sub.add_parser("profile", help="post hoc information profile of a task's data")
+    profile.add_argument("--task", required=True)
+    profile.add_argument("--budget", default="smoke")
+    profile.add_argument("--out", default="results/profiles", help="folder for the figure and CSV")
+    profile.add_argument("overrides", nargs="*", help="key=value config overrides")
+    profile.set_defaults(func=_lazy("suite.profile", "main"))
 
     sub.add_parser("list", help="every task, sampler and budget").set_defaults(func=_list)
 
@@ -114,23 +149,36 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="measured speed figures, side by side in one run")
     kinds = bench.add_subparsers(dest="what", required=True)
-    for what, about in (("train", "training throughput, FLOPs and memory per precision/compile variant"),
-                        ("sampler", "each sampler's cost per step against the training step"),
-                        ("eval", "samples/s at the task's NFE and metric features/s")):
+    for what, about in (
+        ("train", "training throughput, FLOPs and memory per precision/compile variant"),
+        ("sampler", "each sampler's cost per step against the training step"),
+        ("eval", "samples/s at the task's NFE and metric features/s"),
+    ):
         kind = kinds.add_parser(what, help=about)
         kind.add_argument("--task", default="bfashion")
         kind.add_argument("--budget", default="smoke")
         kind.add_argument("--device", default="auto")
-        kind.add_argument("--batch", type=int, default=None, help={
-            "train": "global batch (default: the budget's)", "sampler": "global batch (default 512)",
-            "eval": "sample and feature batch (default: the budget's eval.batch_size)"}[what])
+        kind.add_argument(
+            "--batch",
+            type=int,
+            default=None,
+            help={
+                "train": "global batch (default: the budget's)",
+                "sampler": "global batch (default 512)",
+                "eval": "sample and feature batch (default: the budget's eval.batch_size)",
+            }[what],
+        )
         if what in ("train", "sampler"):
             kind.add_argument("--steps", type=int, default=None, help="timed training steps")
         if what == "train":
             kind.add_argument("--variants", default=None, help="comma list of fp32,bf16,bf16+compile (all)")
         if what == "eval":
-            kind.add_argument("--samples", type=int, default=None,
-                              help="generated samples (default: the budget's on CUDA, 8 on the CPU)")
+            kind.add_argument(
+                "--samples",
+                type=int,
+                default=None,
+                help="generated samples (default: the budget's on CUDA, 8 on the CPU)",
+            )
         kind.add_argument("--out", default=None, help="also write the figures as JSON to this file")
         kind.add_argument("overrides", nargs="*", help="key=value config overrides")
         kind.set_defaults(func=_lazy("suite.bench", "main"))

@@ -5,30 +5,69 @@ Hydra's compose API from ``task=…``, ``sampler=…``, ``budget=…`` and ``key
 list (``sampler.p_mean=-1.2,0,1.2``) sweeps a value: each combination is one run. Two hashes identify a
 run: ``config_hash`` of the whole resolved config, and ``comparison_hash`` of everything except the
 sampler and the seed — the runs of one comparison must share it, which is how the suite guarantees that
-samplers are compared with nothing else changed.
+samplers are compared with nothing else changed. Where files sit (``task.root``, ``task.download``, the
+results folder) and the device enter neither hash: the data's identity is its content fingerprint, which
+each run records and which must agree across the runs of a comparison (``suite.runner``).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 from hydra import compose, initialize_config_dir
+from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 GROUPS = ("task", "sampler", "budget")
-NOT_COMPARED = ("sampler", "seed", "results", "device")
+LOCATION_KEYS = ("results", "device", "task.root", "task.download")
+NOT_COMPARED = ("sampler", "seed", *LOCATION_KEYS)
+
+
+PLUGIN_CONFIGS = "infonoise_suite.configs"
+
+
+@functools.lru_cache(maxsize=1)
+def config_dirs() -> tuple[Path, ...]:
+    """``suite/conf`` and the config folders that packages declare in the entry-point group
+    ``infonoise_suite.configs`` (the entry point's object is the folder, or a function returning it).
+    Plugin configs are handed to Hydra through its ConfigStore, so they compose like the suite's own."""
+    found = [CONF_DIR]
+    store = ConfigStore.instance()
+    for entry in entry_points(group=PLUGIN_CONFIGS):
+        target = entry.load()
+        folder = Path(target() if callable(target) else target)
+        if not folder.is_dir():
+            raise FileNotFoundError(
+                f"config entry point {entry.name!r} names {folder}, which is not a folder"
+            )
+        for group in GROUPS:
+            for path in sorted((folder / group).glob("*.yaml")):
+                store.store(group=group, name=path.stem, node=OmegaConf.load(path))
+        found.append(folder)
+    return tuple(found)
+
+
+def config_file(group: str, name: str) -> Path:
+    """The YAML file of config ``name`` in ``group`` (the suite's own or a plugin's)."""
+    for folder in config_dirs():
+        path = folder / group / f"{name}.yaml"
+        if path.is_file():
+            return path
+    raise ValueError(f"unknown {group} {name!r}; valid {group}s: {', '.join(group_options(group))}")
 
 
 def group_options(group: str) -> list[str]:
-    """Config names available in a group (the YAML files of ``suite/conf/<group>/``)."""
-    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+    """Config names available in a group (``suite/conf/<group>/*.yaml`` and plugins' configs)."""
+    return sorted({p.stem for folder in config_dirs() for p in (folder / group).glob("*.yaml")})
 
 
 def _check_choice(group: str, name: str) -> None:
@@ -38,6 +77,7 @@ def _check_choice(group: str, name: str) -> None:
 
 
 def _compose(overrides: list[str]) -> DictConfig:
+    config_dirs()
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         return compose(config_name="config", overrides=overrides)
@@ -96,14 +136,26 @@ def stable_hash(obj: Any, length: int = 10) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:length]
 
 
+def _without(tree: dict[str, Any], dotted: tuple[str, ...]) -> dict[str, Any]:
+    """A copy of ``tree`` without the entries at the dotted paths."""
+    out = dict(tree)
+    for path in dotted:
+        head, _, rest = path.partition(".")
+        if rest and isinstance(out.get(head), dict):
+            out[head] = _without(out[head], (rest,))
+        elif not rest:
+            out.pop(head, None)
+    return out
+
+
 def comparison_config(cfg: DictConfig) -> dict[str, Any]:
     """The part of a run's config that every sampler of a comparison must share."""
-    return {k: v for k, v in to_dict(cfg).items() if k not in NOT_COMPARED}
+    return _without(to_dict(cfg), NOT_COMPARED)
 
 
 def config_hash(cfg: DictConfig) -> str:
-    """Hash of everything that determines a run's numbers (the results path and device excluded)."""
-    return stable_hash({k: v for k, v in to_dict(cfg).items() if k not in ("results", "device")})
+    """Hash of everything that determines a run's numbers (locations and the device excluded)."""
+    return stable_hash(_without(to_dict(cfg), LOCATION_KEYS))
 
 
 def comparison_hash(cfg: DictConfig) -> str:
@@ -122,7 +174,7 @@ def sampler_label(cfg: DictConfig) -> str:
     """The sampler's name, with the parameters that differ from its config file's defaults appended
     (``edm[p_mean=0.0]``) so that a sweep over sampler parameters gets distinct labels."""
     name = cfg.sampler.name
-    defaults = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "sampler" / f"{name}.yaml"), resolve=False)
+    defaults = OmegaConf.to_container(OmegaConf.load(config_file("sampler", name)), resolve=False)
     current = to_dict(cfg)["sampler"]
     changed = [
         f"{k}={v}"

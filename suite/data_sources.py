@@ -1,4 +1,4 @@
-"""Where MNIST-format data sets are looked for, in order, and what to do when none is found."""
+"""Where MNIST-format data sets are looked for, in order, and the errors when none is found."""
 
 from __future__ import annotations
 
@@ -22,6 +22,20 @@ def idx_folders(root: str | None, torchvision_name: str) -> list[Path]:
         return []
     root_path = Path(root).expanduser()
     return [root_path, root_path / torchvision_name / "raw"]
+
+
+def missing_root_error(root: str, files: str, torchvision_name: str) -> FileNotFoundError:
+    """The error for an explicit ``task.root`` that holds no data set (never silently looked past)."""
+    path = Path(root).expanduser()
+    problem = (
+        f"{path} holds neither {files} nor {torchvision_name}/raw/ with them"
+        if path.exists()
+        else f"{path} does not exist"
+    )
+    return FileNotFoundError(
+        f"task.root={root}: {problem}; point task.root at the folder that holds {files}, or drop "
+        "task.root to use the default locations"
+    )
 
 
 def torchvision_download(dataset: Callable[..., object], name: str) -> Path:

@@ -7,17 +7,13 @@ Karras et al. 2022, "Elucidating the Design Space of Diffusion-Based Generative 
     c_skip = σ_d²/(σ² + σ_d²),  c_out = σ·σ_d/√(σ² + σ_d²),  c_in = 1/√(σ² + σ_d²),  c_noise = ¼·ln σ,
 
 where σ_d is the data's standard deviation and F the raw network. The training objective is
-E_{σ, x₀, ε}[w(σ)·‖D(x₀ + σε; σ) − x₀‖²] with the task's fixed weight w (``suite.weighting``).
+E_{σ, x₀, ε}[w(σ)·‖D(x₀ + σε; σ) − x₀‖²] with the task's fixed weight w (``suite.objectives``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 from torch import Tensor, nn
-
-from suite.weighting import LossWeight
 
 
 class EDMDenoiser(nn.Module):
@@ -34,8 +30,9 @@ class EDMDenoiser(nn.Module):
         self.net = net
         self.sigma_data = float(sigma_data)
 
-    def forward(self, x: Tensor, sigma: Tensor, class_labels: Tensor | None = None) -> Tensor:
-        """D(x; σ) for x of shape [N, ...] and σ of shape [N] (a single σ broadcasts to the batch)."""
+    def forward(self, x: Tensor, sigma: Tensor, **cond: Tensor) -> Tensor:
+        """D(x; σ) for x of shape [N, ...] and σ of shape [N] (a single σ broadcasts to the batch); the
+        conditioning mapping ``cond`` reaches the raw network as keyword arguments."""
         x = x.to(torch.float32)
         sigma = sigma.to(device=x.device, dtype=torch.float32).reshape(-1).broadcast_to(x.shape[:1])
         s = sigma.reshape(-1, *([1] * (x.ndim - 1)))
@@ -44,32 +41,5 @@ class EDMDenoiser(nn.Module):
         c_out = s * self.sigma_data / (s**2 + sd2).sqrt()
         c_in = 1 / (s**2 + sd2).sqrt()
         c_noise = sigma.log() / 4
-        f_x = self.net(c_in * x, c_noise, class_labels)
+        f_x = self.net(c_in * x, c_noise, **cond)
         return c_skip * x + c_out * f_x.to(torch.float32)
-
-
-def denoising_losses(
-    denoiser: Callable[[Tensor, Tensor, Tensor | None], Tensor],
-    x0: Tensor,
-    sigma: Tensor,
-    weight: LossWeight,
-    noise: Tensor,
-    class_labels: Tensor | None = None,
-    importance: Tensor | None = None,
-) -> tuple[Tensor, Tensor]:
-    """Per-sample losses at x = x₀ + σ·ε, with ε = ``noise`` drawn by the caller.
-
-    Returns (w(σ)·importance·‖D(x; σ) − x₀‖², ‖D(x; σ) − x₀‖²), both of shape [N] with the squared
-    error summed over all non-batch dimensions. The first carries the gradient; the second is detached,
-    for the samplers that observe the unweighted x₀-space error. ``importance`` (default 1) is an
-    adaptive sampler's per-sample correction of the fixed weight.
-    """
-    if noise.shape != x0.shape:
-        raise ValueError(f"noise shape {tuple(noise.shape)} differs from data shape {tuple(x0.shape)}")
-    sigma = sigma.to(device=x0.device, dtype=torch.float32)
-    x = x0 + sigma.reshape(-1, *([1] * (x0.ndim - 1))) * noise
-    error = (denoiser(x, sigma, class_labels) - x0).square().flatten(1).sum(dim=1)
-    weighted = weight(sigma) * error
-    if importance is not None:
-        weighted = weighted * importance
-    return weighted, error.detach()

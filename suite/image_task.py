@@ -1,27 +1,28 @@
-"""Shared behaviour of image tasks: model space, binarisation, the U-Net and FID.
+"""Shared behaviour of image tasks: model space, binarisation, the U-Net, class conditioning and FID.
 
 Model space: continuous images map uint8 p to p/127.5 − 1 ∈ [−1, 1] (σ_data = 0.5 by EDM's convention);
 binarised images map to {−1, +1} (σ_data = 1) and decode by sign. Binarisation: ``threshold`` sets
 b = 1[p/255 > 0.5]; ``stochastic`` draws b ~ Bernoulli(p/255) once, from a fixed seed, so that every run
 of every sampler sees the same binary data set (Salakhutdinov & Murray 2008 use such a draw for MNIST).
 
-Quality is the Fréchet distance of decoded samples to the decoded training set through torch-fidelity;
-it is called FID only with the standard Inception-v3 weights (grayscale is replicated to 3 channels).
+Class-conditional tasks (``num_classes`` > 0) condition on ``class_labels``, one-hot float rows; the
+all-zero row is the null label (the U-Net's label embedding is bias-free). The reference split of an image
+task is its training set: FID is measured against training-set statistics, as EDM does.
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
-from suite.metrics.fid import INCEPTION_EXTRACTOR, FrechetDistance
 from suite.networks import UNet
-from suite.task import MetricSpec, Task, TrainingData
+from suite.task import Task, TaskData, TensorSplit, content_fingerprint
 
 BINARIZATIONS = ("threshold", "stochastic")
 BINARIZATION_SEED = 20260220
@@ -37,68 +38,82 @@ def binarize(images: np.ndarray, method: str) -> np.ndarray:
     raise ValueError(f"unknown binarization {method!r}; valid: {', '.join(BINARIZATIONS)}")
 
 
+@dataclass(frozen=True)
+class Images:
+    """uint8 images [N, H, W] or [N, C, H, W] as read from their files, with their provenance."""
+
+    images: np.ndarray
+    labels: np.ndarray | None
+    variant: str
+    stand_in: bool
+    source: str
+
+
 class ImageTask(Task):
-    """An image task: subclasses only say how to load the uint8 images from their real files."""
+    """An image task: subclasses say how to read the uint8 images from their real files."""
 
     modality = "image"
 
     @abstractmethod
-    def load_images(self) -> tuple[np.ndarray, np.ndarray | None, str, bool]:
-        """(uint8 images [N, H, W] or [N, C, H, W], labels or None, variant, stand_in)."""
+    def load_images(self) -> Images:
+        """The training images as stored on disk."""
 
     @property
     def binary(self) -> bool:
         return self.cfg.get("binarize") is not None
 
     @property
+    def num_classes(self) -> int:
+        """Number of classes for class-conditional training; 0 for unconditional tasks."""
+        return int(self.cfg.get("num_classes", 0))
+
+    @property
     def sample_shape(self) -> tuple[int, ...]:
         return (int(self.cfg["channels"]), int(self.cfg["resolution"]), int(self.cfg["resolution"]))
 
-    def load_data(self) -> TrainingData:
-        images, labels, variant, stand_in = self.load_images()
-        if images.ndim == 3:
-            images = images[:, None]
-        if tuple(images.shape[1:]) != self.sample_shape:
-            raise ValueError(
-                f"{self.name}: loaded images of shape {images.shape[1:]}, config says {self.sample_shape}"
-            )
+    def encode_images(self, images: np.ndarray) -> Tensor:
+        """uint8 [N, C, H, W] → model space: {−1, +1} bits when binarised, else p/127.5 − 1."""
         if self.binary:
-            bits = torch.from_numpy(binarize(images, self.cfg["binarize"]))
-            x = bits.to(torch.float32) * 2 - 1
-            variant = f"{variant}, binarized ({self.cfg['binarize']})"
-        else:
-            x = torch.from_numpy(images).to(torch.float32) / 127.5 - 1
-        y = None if labels is None or self.num_classes == 0 else torch.from_numpy(labels.astype(np.int64))
-        return TrainingData(x=x, labels=y, variant=variant, stand_in=stand_in)
+            return torch.from_numpy(binarize(images, self.cfg["binarize"])).to(torch.float32) * 2 - 1
+        return torch.from_numpy(images).to(torch.float32) / 127.5 - 1
 
-    def build_network(self, network_cfg: Mapping[str, Any]) -> nn.Module:
-        channels = int(self.cfg["channels"])
+    def load(self) -> TaskData:
+        read = self.load_images()
+        images = read.images[:, None] if read.images.ndim == 3 else read.images
+        stored = (images.shape[1], int(self.cfg["resolution"]), int(self.cfg["resolution"]))
+        if images.shape[2:] != stored[1:]:
+            raise ValueError(f"{self.name}: loaded images of shape {images.shape[1:]}, config says {stored}")
+        x = self.encode_images(images)
+        variant = read.variant + (f", binarized ({self.cfg['binarize']})" if self.binary else "")
+        cond = {}
+        if self.num_classes:
+            if read.labels is None:
+                raise ValueError(f"{self.name} is class-conditional but {read.source} holds no labels")
+            labels = torch.from_numpy(read.labels.astype(np.int64))
+            cond["class_labels"] = nn.functional.one_hot(labels, self.num_classes).to(torch.float32)
+        split = TensorSplit(x, cond)
+        fingerprint = content_fingerprint(images, *(() if read.labels is None else (read.labels,)))
+        info = {"sigma_data": float(self.cfg["sigma_data"]), "encoding": self.encoding}
+        return TaskData(split, split, variant, read.stand_in, fingerprint, read.source, info)
+
+    @property
+    def encoding(self) -> str:
+        """How pixels become model-space values (recorded)."""
+        if self.binary:
+            return f"binarized ({self.cfg['binarize']}) to {{-1, +1}}"
+        return "uint8 p -> p/127.5 - 1"
+
+    def build_network(self, preset: Mapping[str, Any]) -> nn.Module:
         return UNet(
             img_resolution=int(self.cfg["resolution"]),
-            in_channels=channels,
-            out_channels=channels,
+            in_channels=self.sample_shape[0],
+            out_channels=self.sample_shape[0],
             label_dim=self.num_classes,
-            **dict(network_cfg),
+            **dict(preset),
         )
 
-    def decode(self, x: Tensor) -> Tensor:
+    def decode(self, x: Tensor, model: nn.Module | None) -> Tensor:
         """Binary: sign → {0, 255}; continuous: clamp to [−1, 1] and round to uint8."""
         if self.binary:
             return torch.where(x > 0, 255, 0).to(torch.uint8)
         return ((x.clamp(-1, 1) + 1) * 127.5).round().to(torch.uint8)
-
-    def metric(self, eval_cfg: Mapping[str, Any]) -> MetricSpec:
-        extractor = eval_cfg.get("feature_extractor", INCEPTION_EXTRACTOR)
-        real = extractor == INCEPTION_EXTRACTOR
-        return MetricSpec(
-            name="fid" if real else f"fd-{extractor}", higher_is_better=False, substitute=not real
-        )
-
-    def evaluate(self, generated: Tensor, reference: Tensor, eval_cfg: Mapping[str, Any]) -> float:
-        fid = FrechetDistance(
-            feature_extractor=eval_cfg.get("feature_extractor", INCEPTION_EXTRACTOR),
-            weights_path=eval_cfg.get("weights_path"),
-            batch_size=int(eval_cfg.get("batch_size", 64)),
-            cuda=generated.is_cuda,
-        )
-        return fid(generated.cpu(), reference.cpu())

@@ -41,9 +41,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from omegaconf import OmegaConf
 
-from suite.config import CONF_DIR
+from suite.config import config_file
 from suite.profile import PosthocProfile, ProfileFn, empirical_profile, normalise
-from suite.records import read_json, read_jsonl
+from suite.results import by_comparison, find_runs
 from suite.sampler import SAMPLERS, build_sampler
 from suite.table import (
     base_name,
@@ -84,21 +84,28 @@ class Style:
         lying on top of each other (KG and InfoNoise at their EDM warm-up prior) still show every marker."""
         step = max(1, n_points // 8)
         offset = int(step * ((self.index * 0.37) % 1))
-        return {"color": self.color, "linestyle": (0, self.dashes) if self.dashes else "-",
-                "marker": self.marker, "markevery": (offset, step), "markersize": 5}
+        return {
+            "color": self.color,
+            "linestyle": (0, self.dashes) if self.dashes else "-",
+            "marker": self.marker,
+            "markevery": (offset, step),
+            "markersize": 5,
+        }
 
 
 def style_map(labels: Sequence[str]) -> dict[str, Style]:
     """Distinct colour × dash × marker per label, in the table's sampler order (stable across figures)."""
     ordered = sampler_order(list(labels))
     palette = sns.color_palette("tab10", 10) + sns.color_palette("Dark2", 8)
-    return {label: Style(tuple(palette[i % len(palette)]), DASHES[i % len(DASHES)],
-                         MARKERS[i % len(MARKERS)], i)
-            for i, label in enumerate(ordered)}
+    return {
+        label: Style(tuple(palette[i % len(palette)]), DASHES[i % len(DASHES)], MARKERS[i % len(MARKERS)], i)
+        for i, label in enumerate(ordered)
+    }
 
 
-def _figure(nrows: int = 1, ncols: int = 1, figsize: tuple[float, float] = (9, 5.6),
-            **kwargs: Any) -> tuple[Figure, Any]:
+def _figure(
+    nrows: int = 1, ncols: int = 1, figsize: tuple[float, float] = (9, 5.6), **kwargs: Any
+) -> tuple[Figure, Any]:
     """A figure and its axes without pyplot (no global state, no GUI backend needed)."""
     fig = Figure(figsize=figsize)
     return fig, fig.subplots(nrows, ncols, **kwargs)
@@ -107,10 +114,15 @@ def _figure(nrows: int = 1, ncols: int = 1, figsize: tuple[float, float] = (9, 5
 def _seaborn_styles(styles: dict[str, Style]) -> dict[str, Any]:
     """``sns.lineplot`` keywords giving each sampler label its ``Style``."""
     order = list(styles)
-    return {"hue": "sampler", "style": "sampler", "hue_order": order, "style_order": order,
-            "palette": {k: v.color for k, v in styles.items()},
-            "dashes": {k: v.dashes for k, v in styles.items()},
-            "markers": {k: v.marker for k, v in styles.items()}}
+    return {
+        "hue": "sampler",
+        "style": "sampler",
+        "hue_order": order,
+        "style_order": order,
+        "palette": {k: v.color for k, v in styles.items()},
+        "dashes": {k: v.dashes for k, v in styles.items()},
+        "markers": {k: v.marker for k, v in styles.items()},
+    }
 
 
 def _save(fig: Figure, base: Path) -> list[Path]:
@@ -139,8 +151,9 @@ def effective_allocation(u: np.ndarray, pi: np.ndarray, weight: LossWeight) -> n
 
 def _config_params(name: str) -> dict[str, Any]:
     """The sampler's parameters from its config file (``suite/conf/sampler/<name>.yaml``), unresolved."""
-    path = CONF_DIR / "sampler" / f"{name}.yaml"
-    if not path.is_file():
+    try:
+        path = config_file("sampler", name)
+    except ValueError:
         return {}
     params = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
     params.pop("name", None)  # type: ignore[union-attr]
@@ -192,8 +205,11 @@ def plot_sampler_densities(path: str | Path, weight: str = "edm", sigma_data: fl
         _sigma_axis(ax)
         ax.set_ylabel(DENSITY_LABEL)
         ax.set_ylim(bottom=0)
-    weight_text = (f"EDM weight w(σ) = (σ² + σ_data²)/(σ·σ_data)², σ_data = {sigma_data:g}" if weight == "edm"
-                   else "uniform weight w(σ) = 1 (σ_data does not enter)")
+    weight_text = (
+        f"EDM weight w(σ) = (σ² + σ_data²)/(σ·σ_data)², σ_data = {sigma_data:g}"
+        if weight == "edm"
+        else "uniform weight w(σ) = 1 (σ_data does not enter)"
+    )
     fig.suptitle(f"Training-noise samplers with the {weight_text}")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False, bbox_to_anchor=(0.5, -0.12))
@@ -276,27 +292,19 @@ class Run:
 
     def profiles(self) -> list[dict[str, Any]]:
         """InfoNoise's logged profiles {u, m_hat, rho, pi} with the kimg of their rebuild."""
-        return [r["profile"] | {"kimg": r["kimg"], "gate_c": r.get("gate_c")} for r in self.sampler_log
-                if "profile" in r]
-
-
-def _load_config(path: Path) -> dict[str, Any]:
-    """The run's resolved config.yaml as a dict ({} without one)."""
-    if not path.is_file():
-        return {}
-    return OmegaConf.to_container(OmegaConf.load(path), resolve=True)  # type: ignore[return-value]
+        return [
+            r["profile"] | {"kimg": r["kimg"], "gate_c": r.get("gate_c")}
+            for r in self.sampler_log
+            if "profile" in r
+        ]
 
 
 def discover_runs(results: str | Path) -> dict[Path, list[Run]]:
-    """Run directories (any folder with run.json under ``results``) grouped by comparison folder."""
-    groups: dict[Path, list[Run]] = {}
-    root = Path(results)
-    for path in sorted(root.rglob("run.json")) if root.is_dir() else []:
-        run_dir = path.parent
-        run = Run(run_dir, read_json(path), _load_config(run_dir / "config.yaml"),
-                  read_jsonl(run_dir / "sampler.jsonl"))
-        groups.setdefault(run_dir.parent.parent, []).append(run)
-    return groups
+    """Run directories under ``results`` grouped by comparison folder (``suite.results``)."""
+    return {
+        folder: [Run(r.path, r.info, r.config, r.sampler_log()) for r in runs if r.info]
+        for folder, runs in by_comparison(find_runs(results)).items()
+    }
 
 
 def figure_stem(results: Path, folder: Path) -> str:
@@ -338,8 +346,9 @@ def _learned_profile(runs: list[Run]) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return (u, np.mean([p["rho"] for p in last], axis=0), np.mean([p["m_hat"] for p in last], axis=0))
 
 
-def plot_alignment(runs: list[Run], profile: PosthocProfile | None, title: str, base: Path,
-                   profile_note: str = "") -> list[Path]:
+def plot_alignment(
+    runs: list[Run], profile: PosthocProfile | None, title: str, base: Path, profile_note: str = ""
+) -> list[Path]:
     """Each sampler's final φ against the post hoc profile and InfoNoise's ρ̂; MMSE estimates beside."""
     allocations = _mean_allocations(runs)
     learned = _learned_profile(runs)
@@ -352,22 +361,50 @@ def plot_alignment(runs: list[Run], profile: PosthocProfile | None, title: str, 
     ax_legend = fig.add_subplot(grid[1, :])
     if profile is not None:
         s = profile.sigma
-        ax.fill_between(s, profile.density(), color="0.6", alpha=0.45,
-                        label=f"post hoc profile MMSE/σ² (empirical prior of N={profile.n_points} examples)")
+        ax.fill_between(
+            s,
+            profile.density(),
+            color="0.6",
+            alpha=0.45,
+            label=f"post hoc profile MMSE/σ² (empirical prior of N={profile.n_points} examples)",
+        )
         positive = profile.mmse > 0
-        ax_m.plot(s[positive], profile.mmse[positive], color="0.45", lw=2.5,
-                  label=f"empirical-prior MMSE (N={profile.n_points}, post hoc)")
-        ax_m.plot(s, profile.dim * s**2, color="0.3", lw=1, linestyle=(0, (1, 2)),
-                  label="D·σ² (small-σ MMSE of a smooth density)")
+        ax_m.plot(
+            s[positive],
+            profile.mmse[positive],
+            color="0.45",
+            lw=2.5,
+            label=f"empirical-prior MMSE (N={profile.n_points}, post hoc)",
+        )
+        ax_m.plot(
+            s,
+            profile.dim * s**2,
+            color="0.3",
+            lw=1,
+            linestyle=(0, (1, 2)),
+            label="D·σ² (small-σ MMSE of a smooth density)",
+        )
         for a in (ax, ax_m):
-            a.axvline(profile.memorisation_sigma, color="0.3", lw=1, linestyle=(0, (4, 2)),
-                      label="memorisation scale d_NN/√(2 ln N)")
+            a.axvline(
+                profile.memorisation_sigma,
+                color="0.3",
+                lw=1,
+                linestyle=(0, (4, 2)),
+                label="memorisation scale d_NN/√(2 ln N)",
+            )
     if learned is not None:
         u, rho, m_hat = learned
-        ax.plot(np.exp(u), rho, color="black", lw=5, alpha=0.35,
-                label="InfoNoise learned profile ρ̂ (end of training)")
-        ax_m.plot(np.exp(u), m_hat, color="black", lw=2.8,
-                  label="InfoNoise online estimate m̂ (end of training)")
+        ax.plot(
+            np.exp(u),
+            rho,
+            color="black",
+            lw=5,
+            alpha=0.35,
+            label="InfoNoise learned profile ρ̂ (end of training)",
+        )
+        ax_m.plot(
+            np.exp(u), m_hat, color="black", lw=2.8, label="InfoNoise online estimate m̂ (end of training)"
+        )
     for label, (u, phi) in allocations.items():
         ax.plot(np.exp(u), phi, label=_legend_label(label, runs), lw=1.4, **styles[label].kwargs(len(u)))
     task = runs[0].cfg.get("task", {})
@@ -379,7 +416,8 @@ def plot_alignment(runs: list[Run], profile: PosthocProfile | None, title: str, 
     _sigma_axis(ax_m, limits)
     ax_m.set_yscale("log")
     peaks = ([float(profile.mmse.max())] if profile is not None else []) + (
-        [float(learned[2].max())] if learned is not None else [])
+        [float(learned[2].max())] if learned is not None else []
+    )
     if peaks:
         ax_m.set_ylim(max(peaks) * 1e-7, max(peaks) * 10)
     ax_m.set_ylabel("MMSE(σ): squared error summed over dimensions")
@@ -389,8 +427,9 @@ def plot_alignment(runs: list[Run], profile: PosthocProfile | None, title: str, 
     ax_legend.axis("off")
     ax_legend.legend(*ax.get_legend_handles_labels(), loc="upper center", ncol=3, fontsize=8.5, frameon=False)
     note = MEMORISATION_NOTE if profile is not None else f"Post hoc profile not computed: {profile_note}"
-    ax_legend.text(0.0, 0.0, note, fontsize=9, ha="left", va="bottom", transform=ax_legend.transAxes,
-                   wrap=True)
+    ax_legend.text(
+        0.0, 0.0, note, fontsize=9, ha="left", va="bottom", transform=ax_legend.transAxes, wrap=True
+    )
     fig.suptitle(title)
     return _save(fig, base)
 
@@ -399,8 +438,10 @@ def plot_alignment(runs: list[Run], profile: PosthocProfile | None, title: str, 
 def _quality_label(row: pd.Series) -> str:
     """Axis label of a metric: name, substitute flag, direction."""
     better = "higher" if row["higher_is_better"] else "lower"
-    return f"{metric_label(row['metric'], bool(row['substitute_metric']), bool(row['higher_is_better']))} " \
-           f"({better} is better)"
+    return (
+        f"{metric_label(row['metric'], bool(row['substitute_metric']), bool(row['higher_is_better']))} "
+        f"({better} is better)"
+    )
 
 
 def figure_target(rows: pd.DataFrame) -> tuple[pd.DataFrame, str]:
@@ -425,11 +466,23 @@ def plot_quality(rows: pd.DataFrame, title: str, base: Path) -> list[Path]:
     sns.lineplot(data=rows, x="kimg", y="value", errorbar="sd", ax=ax, **_seaborn_styles(styles))
     target, which = figure_target(rows)
     if not target.empty:
-        ax.axhline(target["target"].iloc[0], color="0.2", lw=1, linestyle=(0, (4, 2)),
-                   label=f"target: final {target['target_sampler'].iloc[0]} quality ({which})")
+        ax.axhline(
+            target["target"].iloc[0],
+            color="0.2",
+            lw=1,
+            linestyle=(0, (4, 2)),
+            label=f"target: final {target['target_sampler'].iloc[0]} quality ({which})",
+        )
         hits = target[target["reached"]]
-        ax.scatter(hits["kimg_to_target"], hits["target"], s=70, facecolors="none", edgecolors="black",
-                   zorder=5, label="first reaches target")
+        ax.scatter(
+            hits["kimg_to_target"],
+            hits["target"],
+            s=70,
+            facecolors="none",
+            edgecolors="black",
+            zorder=5,
+            label="first reaches target",
+        )
     values = rows["value"]
     if (values > 0).all() and values.max() / values.min() > 10:
         ax.set_yscale("log")
@@ -457,8 +510,9 @@ def _edges(centres: np.ndarray, log: bool = False) -> np.ndarray:
 
 def plot_infonoise_profile(runs: list[Run], title: str, base: Path) -> list[Path] | None:
     """ρ̂ per rebuild as a σ × kimg heat map (one InfoNoise seed) beside every adaptive run's CDF change."""
-    infonoise = sorted((r for r in runs if r.name == "infonoise" and r.profiles()),
-                       key=lambda r: (r.label, r.seed))
+    infonoise = sorted(
+        (r for r in runs if r.name == "infonoise" and r.profiles()), key=lambda r: (r.label, r.seed)
+    )
     if not infonoise:
         return None
     shown = infonoise[0]
@@ -478,13 +532,19 @@ def plot_infonoise_profile(runs: list[Run], title: str, base: Path) -> list[Path
     ax.set_xlabel("processed examples at rebuild (kimg)")
     ax.set_ylabel(SIGMA_LABEL)
     ax.set_title(f"InfoNoise learned profile ρ̂ over training ({shown.label}, seed {shown.seed})")
-    changes = pd.DataFrame([{"sampler": r.label, "seed": r.seed, "kimg": row["kimg"],
-                             "cdf_change": row["cdf_change"]}
-                            for r in runs for row in r.sampler_log if row.get("cdf_change", 0) > 0])
+    changes = pd.DataFrame(
+        [
+            {"sampler": r.label, "seed": r.seed, "kimg": row["kimg"], "cdf_change": row["cdf_change"]}
+            for r in runs
+            for row in r.sampler_log
+            if row.get("cdf_change", 0) > 0
+        ]
+    )
     if not changes.empty:
         styles = style_map(changes["sampler"].unique().tolist())
-        sns.lineplot(data=changes, x="kimg", y="cdf_change", errorbar="sd", ax=ax_c,
-                     **_seaborn_styles(styles))
+        sns.lineplot(
+            data=changes, x="kimg", y="cdf_change", errorbar="sd", ax=ax_c, **_seaborn_styles(styles)
+        )
         ax_c.legend(title="sampler (mean ± std over seeds)", fontsize=8)
     ax_c.set_yscale("log")
     ax_c.set_xlabel("processed examples at rebuild (kimg)")
@@ -528,9 +588,17 @@ def _sweep_points(runs: list[Run], rows: pd.DataFrame, target: pd.DataFrame) -> 
             continue
         p_mean = run.info.get("sampler_hyperparameters", {}).get("p_mean")
         text = f"P_mean={p_mean:g}" if run.name == "edm" and p_mean is not None else label
-        points.append(SweepPoint(label, run.name, text, allocation_median(*allocations[label]),
-                                 float(finals.loc[label, "mean"]), float(finals.loc[label, "std"]),
-                                 float(kimg_of[label])))
+        points.append(
+            SweepPoint(
+                label,
+                run.name,
+                text,
+                allocation_median(*allocations[label]),
+                float(finals.loc[label, "mean"]),
+                float(finals.loc[label, "std"]),
+                float(kimg_of[label]),
+            )
+        )
     return sorted(points, key=lambda p: p.position)
 
 
@@ -553,10 +621,22 @@ def plot_pmean_sweep(runs: list[Run], rows: pd.DataFrame, title: str, base: Path
     ceiling = float(rows["kimg"].max()) * 1.08
     fig, (ax_q, ax_t) = _figure(1, 2, figsize=(14, 5.6))
     edm = [p for p in points if p.name == "edm"]
-    ax_q.errorbar([p.position for p in edm], [p.final for p in edm], yerr=[p.final_std for p in edm],
-                  color="tab:blue", marker="o", capsize=3, label="EDM, one point per P_mean")
-    ax_t.plot([p.position for p in edm], [p.kimg if math.isfinite(p.kimg) else ceiling for p in edm],
-              color="0.6", lw=1, zorder=1)
+    ax_q.errorbar(
+        [p.position for p in edm],
+        [p.final for p in edm],
+        yerr=[p.final_std for p in edm],
+        color="tab:blue",
+        marker="o",
+        capsize=3,
+        label="EDM, one point per P_mean",
+    )
+    ax_t.plot(
+        [p.position for p in edm],
+        [p.kimg if math.isfinite(p.kimg) else ceiling for p in edm],
+        color="0.6",
+        lw=1,
+        zorder=1,
+    )
     for p in points:
         star = p.name == "infonoise"
         style = {"color": "black" if star else "tab:blue", "s": 160 if star else 60, "zorder": 3}
@@ -567,15 +647,26 @@ def plot_pmean_sweep(runs: list[Run], rows: pd.DataFrame, title: str, base: Path
         reached = math.isfinite(p.kimg)
         marker = "*" if star else ("o" if reached else "^")
         ax_t.scatter(p.position, p.kimg if reached else ceiling, marker=marker, **style)
-        ax_t.annotate(p.text, (p.position, p.kimg if reached else ceiling), textcoords="offset points",
-                      xytext=(0, 8 if reached else -14), ha="center", fontsize=8)
+        ax_t.annotate(
+            p.text,
+            (p.position, p.kimg if reached else ceiling),
+            textcoords="offset points",
+            xytext=(0, 8 if reached else -14),
+            ha="center",
+            fontsize=8,
+        )
     ax_t.axhline(ceiling, color="0.7", lw=0.8, linestyle=":")
     ax_t.set_ylim(top=ceiling * 1.04)
     learned = _learned_profile(runs)
     for ax in (ax_q, ax_t):
         if learned is not None:
-            ax.axvline(allocation_median(learned[0], learned[1]), color="black", lw=1, linestyle=(0, (4, 2)),
-                       label="median σ of InfoNoise's learned profile ρ̂")
+            ax.axvline(
+                allocation_median(learned[0], learned[1]),
+                color="black",
+                lw=1,
+                linestyle=(0, (4, 2)),
+                label="median σ of InfoNoise's learned profile ρ̂",
+            )
         ax.set_xscale("log")
         ax.set_xlabel("allocation position: median σ of φ = π·w at the end of training (log scale)")
         ax.grid(True, which="both", alpha=0.3)
@@ -583,16 +674,19 @@ def plot_pmean_sweep(runs: list[Run], rows: pd.DataFrame, title: str, base: Path
     ax_q.set_title("final quality (mean ± std over seeds)")
     ax_q.legend(fontsize=8)
     ax_t.set_ylabel("processed examples to reach the target (kimg)")
-    ax_t.set_title(f"time to target ({which}): final {target['target_sampler'].iloc[0]} quality "
-                   f"{target['target'].iloc[0]:.3g} (● reached, ▲ not reached, ★ InfoNoise)")
+    ax_t.set_title(
+        f"time to target ({which}): final {target['target_sampler'].iloc[0]} quality "
+        f"{target['target'].iloc[0]:.3g} (● reached, ▲ not reached, ★ InfoNoise)"
+    )
     fig.suptitle(title)
     fig.tight_layout()
     return _save(fig, base)
 
 
 # -- all figures -------------------------------------------------------------------------------------
-def _profile_for(task_cfg: dict[str, Any], cache: dict[str, tuple[PosthocProfile | None, str]],
-                 profile_fn: ProfileFn) -> tuple[PosthocProfile | None, str]:
+def _profile_for(
+    task_cfg: dict[str, Any], cache: dict[str, tuple[PosthocProfile | None, str]], profile_fn: ProfileFn
+) -> tuple[PosthocProfile | None, str]:
     """The post hoc profile of a task config (cached), or None with the reason it could not be computed."""
     key = json.dumps(task_cfg, sort_keys=True, default=str)
     if key not in cache:
@@ -621,8 +715,10 @@ def write_figures(results: str | Path, profile_fn: ProfileFn | None = None) -> l
         stem = figure_stem(results, folder)
         runs = [r for r in runs if r.info.get("status", "unknown") in ("done", "unknown")] or runs
         first = runs[0]
-        head = f"{first.info.get('task', '?')} · budget {first.info.get('budget', '?')} · comparison " \
-               f"{first.info.get('comparison_hash', '?')}"
+        head = (
+            f"{first.info.get('task', '?')} · budget {first.info.get('budget', '?')} · comparison "
+            f"{first.info.get('comparison_hash', '?')}"
+        )
         if first.info.get("stand_in_data"):
             head += f" · stand-in data: {first.info.get('data', '')}"
         if any(r.final_allocation() is not None for r in runs):
@@ -632,10 +728,12 @@ def write_figures(results: str | Path, profile_fn: ProfileFn | None = None) -> l
             written += result
         rows = finished(records[records["run_dir"].map(Path).map(lambda d: d.parent.parent) == folder])
         for metric, part in rows.groupby("metric"):
-            written += plot_quality(part, f"{head}\nquality versus processed examples",
-                                    out / f"{stem}_quality-{metric}")
-            sweep = plot_pmean_sweep(runs, part, f"{head}: EDM P_mean sweep",
-                                     out / f"{stem}_pmean-sweep-{metric}")
+            written += plot_quality(
+                part, f"{head}\nquality versus processed examples", out / f"{stem}_quality-{metric}"
+            )
+            sweep = plot_pmean_sweep(
+                runs, part, f"{head}: EDM P_mean sweep", out / f"{stem}_pmean-sweep-{metric}"
+            )
             written += sweep or []
     return written
 

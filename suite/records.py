@@ -5,8 +5,10 @@ A run directory holds
   run.json        status (pending/running/interrupted/done/failed), provenance, wall time, last error
   stats.jsonl     one row per training tick
   sampler.jsonl   the sampler's density at every rebuild (once for fixed samplers)
-  records.jsonl   tidy evaluation rows (one per run × evaluation point × metric), one file per run
+  records.jsonl   tidy evaluation rows (one per run × evaluation point × metric × solver grid), one file
+                  per run, in the schema of ``evaluation_row``
   checkpoints/    see ``suite.checkpoint``
+  snapshots/      the EMA network and sampler state at each evaluation point (``suite eval`` re-scores them)
 JSON files are replaced atomically (write to a temporary file, fsync, rename). JSONL rows are appended
 and fsynced; a kill mid-append can only tear the last line, which readers skip, and a resumed run
 rewrites each JSONL file atomically without the torn line and the rows past its checkpoint, so no row
@@ -22,12 +24,16 @@ import platform
 import socket
 import subprocess
 import tempfile
+import warnings
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-SCHEMA_VERSION = 1
+if TYPE_CHECKING:
+    from suite.task import MetricSpec
+
+SCHEMA_VERSION = 2
 RUN_STATUSES = ("pending", "running", "interrupted", "done", "failed")
 TRACKED_PACKAGES = (
     "torch",
@@ -39,6 +45,38 @@ TRACKED_PACKAGES = (
     "torch-fidelity",
     "submitit",
 )
+
+
+EVALUATION_COLUMNS = (
+    "schema_version", "task", "modality", "budget", "sampler", "seed", "nimg", "kimg",
+    "metric", "metric_label", "paper_metric", "substitute_metric", "higher_is_better", "value", "extra",
+    "stand_in_data", "data", "data_fingerprint", "solver", "grid", "nfe", "n_samples", "n_reference",
+    "guidance", "importance_weighting", "comparison_hash", "config_hash", "eval_seconds", "wall_time",
+)  # fmt: skip
+
+
+def evaluation_row(*, nimg: int, spec: MetricSpec, result: dict[str, float], **fields: Any) -> dict[str, Any]:
+    """One tidy evaluation row: the metric's spec and value, its extras (e.g. a spread over k-means seeds),
+    and the run's identifying fields; every column of ``EVALUATION_COLUMNS`` must be given."""
+    extra = {k: v for k, v in result.items() if k != "value"}
+    row = {
+        "schema_version": SCHEMA_VERSION,
+        "nimg": nimg,
+        "kimg": nimg / 1000,
+        "metric": spec.name,
+        "metric_label": spec.label,
+        "paper_metric": spec.paper,
+        "substitute_metric": not spec.paper,
+        "higher_is_better": spec.higher_is_better,
+        "value": float(result["value"]),
+        "extra": extra,
+        **fields,
+    }
+    missing = [c for c in EVALUATION_COLUMNS if c not in row]
+    unknown = [c for c in row if c not in EVALUATION_COLUMNS]
+    if missing or unknown:
+        raise ValueError(f"evaluation row: missing columns {missing}, unknown columns {unknown}")
+    return row
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -186,9 +224,23 @@ class RunDirectory:
     def checkpoints(self) -> Path:
         return self.path / "checkpoints"
 
+    @property
+    def snapshots(self) -> Path:
+        return self.path / "snapshots"
+
     def info(self) -> dict[str, Any]:
-        """Content of run.json ({} before the first write)."""
-        return read_json(self.run_json) if self.run_json.is_file() else {}
+        """Content of run.json ({} before the first write, and for a damaged run.json, which is reported:
+        the run is then treated as unrecorded, resumes from its checkpoints and records itself again)."""
+        if not self.run_json.is_file():
+            return {}
+        try:
+            info = read_json(self.run_json)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            info = None
+        if not isinstance(info, dict):
+            warnings.warn(f"{self.run_json} is not a JSON object; the run counts as unrecorded", stacklevel=2)
+            return {}
+        return info
 
     def status(self) -> str:
         """The run's status, 'pending' when it has no record yet."""

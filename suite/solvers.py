@@ -85,27 +85,29 @@ def nfe(solver: str, steps: int) -> int:
 
 
 def guided(
-    denoiser: Callable[[Tensor, Tensor, Tensor], Tensor],
-    class_labels: Tensor,
+    denoiser: Callable[..., Tensor],
+    cond: dict[str, Tensor],
     guidance: float,
-    null_label: Tensor,
+    null_cond: dict[str, Tensor],
 ) -> Denoise:
     """Classifier-free guidance D = D_u + s·(D_c − D_u) (Ho & Salimans 2022, arXiv 2207.12598).
 
-    D_c = denoiser(x, σ, class_labels), D_u = denoiser(x, σ, null_label); s = ``guidance``. The suite's
-    null label is the all-zero row (``torch.zeros_like(class_labels)``): ``suite.networks.UNet`` maps
-    it to a zero label embedding, and label dropout in training replaces labels by it. Labels must
-    therefore be one-hot float rows [N, label_dim]; ``null_label`` broadcasts to their shape. With
-    s = 1 only the conditional pass runs; otherwise both passes run as one batch of 2N.
+    D_c = denoiser(x, σ, **cond) and D_u = denoiser(x, σ, **null_cond) for two conditioning mappings with
+    the same keys (the task's condition and its null condition); s = ``guidance``. With s = 1 only the
+    conditional pass runs and with s = 0 only the unconditional one, so those two reproduce conditional
+    and unconditional sampling exactly; otherwise both passes run as one batch of 2N. An empty mapping
+    (an unconditional task) needs no guidance.
     """
-    if not class_labels.is_floating_point() or class_labels.ndim != 2:
-        raise ValueError("guidance needs one-hot float labels of shape [N, label_dim]")
-    if guidance == 1:
-        return lambda x, sigma: denoiser(x, sigma, class_labels)
-    labels = torch.cat([class_labels, null_label.to(class_labels).expand_as(class_labels)])
+    if set(cond) != set(null_cond):
+        raise ValueError(f"condition keys {sorted(cond)} differ from null-condition keys {sorted(null_cond)}")
+    if not cond or guidance == 1:
+        return lambda x, sigma: denoiser(x, sigma, **cond)
+    if guidance == 0:
+        return lambda x, sigma: denoiser(x, sigma, **null_cond)
+    both = {key: torch.cat([cond[key], null_cond[key].to(cond[key]).expand_as(cond[key])]) for key in cond}
 
     def denoise(x: Tensor, sigma: Tensor) -> Tensor:
-        d_cond, d_uncond = denoiser(torch.cat([x, x]), torch.cat([sigma, sigma]), labels).chunk(2)
+        d_cond, d_uncond = denoiser(torch.cat([x, x]), torch.cat([sigma, sigma]), **both).chunk(2)
         return d_uncond + guidance * (d_cond - d_uncond)
 
     return denoise

@@ -54,7 +54,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from suite.records import read_json, read_jsonl
+from suite.results import base_name, records_frame
 
 PUBLISHED_SAMPLERS = ("logu", "cos", "fm", "edm", "kg", "infonoise")
 PAPER_SAMPLERS = ("logu", "cos", "fm", "edm", "kg", "kg-uncorrected", "infonoise")
@@ -65,59 +65,24 @@ PAPER_FILE = Path("paper") / "infonoise_table.csv"
 REPO_PAPER_TABLE = Path(__file__).resolve().parent.parent / "results" / PAPER_FILE
 FINISHED = ("done", "unknown")
 NOT_REACHED = "not reached"
-ROW_KEYS = ["task", "budget", "comparison_hash", "metric", "higher_is_better", "stand_in_data",
-            "substitute_metric", "data_key", "origin"]
-RECORD_COLUMNS = ["schema_version", "task", "modality", "budget", "sampler", "seed", "nimg", "kimg", "metric",
-                  "value", "higher_is_better", "substitute_metric", "stand_in_data", "data", "solver", "nfe",
-                  "n_samples", "n_reference", "guidance", "importance_weighting", "comparison_hash",
-                  "config_hash", "eval_seconds", "wall_time"]
-RUN_COLUMNS = ["run_dir", "origin", "status", "sampler_name", "total_kimg"]
+ROW_KEYS = [
+    "task",
+    "budget",
+    "comparison_hash",
+    "metric",
+    "higher_is_better",
+    "stand_in_data",
+    "substitute_metric",
+    "data_key",
+    "origin",
+]
 
 
 # -- loading -----------------------------------------------------------------------------------------
-def _origin(root: Path, run_dir: Path) -> str:
-    """Folders between the results root and ``runs/``: "" for ``<results>/runs``, "gpu" for ``gpu/runs``."""
-    parts = run_dir.relative_to(root).parts
-    if "runs" in parts:
-        return "/".join(parts[: parts.index("runs")])
-    return "/".join(parts[:-3])
-
-
-def base_name(label: str) -> str:
-    """Registered sampler name of a label: ``edm[p_mean=0.0]`` → ``edm``."""
-    return label.split("[", 1)[0]
-
-
 def load_records(results: str | Path) -> pd.DataFrame:
-    """Every evaluation row under ``results`` (``runs/`` and any other folder, e.g. ``gpu/``) as one frame.
-
-    Adds per run: ``run_dir`` (the folder of its records.jsonl), ``origin`` (see ``_origin``), ``status``
-    (from run.json; "unknown" without one), ``sampler_name`` (the registered sampler) and ``total_kimg``.
-    """
-    root = Path(results)
-    rows = []
-    for path in sorted(root.rglob("records.jsonl")) if root.is_dir() else []:
-        run_dir = path.parent
-        info = read_json(run_dir / "run.json") if (run_dir / "run.json").is_file() else {}
-        for row in read_jsonl(path):
-            rows.append(row | {
-                "run_dir": str(run_dir),
-                "origin": _origin(root, run_dir),
-                "status": info.get("status", "unknown"),
-                "sampler_name": info.get("sampler_name") or base_name(str(row.get("sampler", ""))),
-                "total_kimg": info.get("total_kimg", math.nan),
-            })
-    df = pd.DataFrame(rows)
-    for column in RECORD_COLUMNS + RUN_COLUMNS:
-        if column not in df:
-            df[column] = pd.Series(dtype=object)
-    if not df.empty:
-        df["value"] = df["value"].astype(float)
-        df["kimg"] = df["kimg"].astype(float)
-        for flag in ("higher_is_better", "stand_in_data", "substitute_metric"):
-            df[flag] = df[flag].fillna(False).astype(bool)
-    df["data_key"] = np.where(df["stand_in_data"].astype(bool), df["data"].astype(object), "")
-    return df
+    """Every evaluation row under ``results`` (``runs/`` and any other folder, e.g. ``gpu/``) as one frame;
+    see ``suite.results.records_frame``."""
+    return records_frame(results)
 
 
 def final_rows(df: pd.DataFrame) -> pd.DataFrame:

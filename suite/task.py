@@ -1,51 +1,136 @@
-"""The task interface: what a benchmark task supplies to the runner, whatever its modality.
+"""The task contract: everything modality-specific that a benchmark task supplies to the runner.
 
-A task owns its data (loaded from the real on-disk format), the raw network for its modality, how model
-outputs decode to the evaluation format (uint8 images, base sequences, token text), and its quality
-metric. Everything else — the diffusion path, loss weight, noise sampler, optimiser, schedule — belongs
-to the runner, so the comparison between samplers changes nothing but π(σ).
+A task owns its data splits (an indexable set yielding model-space x₀ and a conditioning mapping), its
+model-space encoding and decoding (decode may use the model, e.g. nearest embedding, and returns typed
+samples: uint8 images, base strings, texts), its network presets per budget size, its conditioning
+(what classifier-free guidance drops and what the null condition is), its objective, and its metrics with
+the reference split they compare against. Everything else — the diffusion path, loss weight, noise sampler,
+optimiser, schedules — belongs to the runner, so a comparison between samplers changes nothing but π(σ).
+
+Conditioning is a mapping of tensors whose first dimension is the batch; it reaches the raw network as
+keyword arguments, ``net(x, noise_labels, **cond)`` (k-diffusion's convention), so class labels, signal
+tracks and text prefixes need nothing from the runner. ``docs/tasks.md`` walks through writing a task.
 """
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
+import numpy as np
+import torch
 from torch import Tensor, nn
 
 from suite.registry import Registry
 
+if TYPE_CHECKING:
+    from suite.metrics import Metric
+    from suite.objectives import Objective
+    from suite.weighting import LossWeight
+
 TASKS: Registry[Task] = Registry("task", packages=("tasks",), entry_point_group="infonoise_suite.tasks")
+
+Cond = dict[str, Tensor]
 
 
 @dataclass(frozen=True)
-class TrainingData:
-    """A task's training set in model space, with provenance for the records.
+class Batch:
+    """Examples as the task's objective takes them (model space, or token ids for a learned embedding)
+    and their conditioning mapping (empty for unconditional tasks)."""
 
-    ``variant`` names exactly what was loaded (e.g. "Fashion-MNIST train, 60000 images, IDX from
-    /usr/share/datasets/fashion-mnist"); ``stand_in`` is true when it is not the task's full data set,
-    and such records are never mixed with full-data records.
+    x0: Tensor
+    cond: Cond = field(default_factory=dict)
+
+
+class Split(ABC):
+    """An indexable data set: a tensor, a memory map or a dataset."""
+
+    @abstractmethod
+    def __len__(self) -> int:
+        """Number of examples."""
+
+    @abstractmethod
+    def batch(self, indices: Tensor, device: torch.device) -> Batch:
+        """The examples at ``indices`` (a 1-D long tensor), on ``device``."""
+
+
+class TensorSplit(Split):
+    """A split held in memory; copied to a device on first use and kept there (small data sets)."""
+
+    def __init__(self, x: Tensor, cond: Cond | None = None) -> None:
+        cond = dict(cond or {})
+        for key, value in cond.items():
+            if value.shape[0] != x.shape[0]:
+                raise ValueError(f"condition {key!r} has {value.shape[0]} rows for {x.shape[0]} examples")
+        self.x = x
+        self.cond = cond
+        self._on: dict[torch.device, tuple[Tensor, Cond]] = {}
+
+    def __len__(self) -> int:
+        return self.x.shape[0]
+
+    def batch(self, indices: Tensor, device: torch.device) -> Batch:
+        device = torch.device(device)
+        if device not in self._on:
+            self._on[device] = (self.x.to(device), {k: v.to(device) for k, v in self.cond.items()})
+        x, cond = self._on[device]
+        indices = indices.to(device)
+        return Batch(x[indices], {k: v[indices] for k, v in cond.items()})
+
+
+@dataclass(frozen=True)
+class TaskData:
+    """A task's splits with their provenance.
+
+    ``variant`` names exactly what was loaded; ``stand_in`` is true when it is not the task's real full
+    data set (such records are never mixed with real-data records); ``fingerprint`` is a hash of the
+    content as loaded — the comparison depends on it, not on where the files sit (``source``, recorded
+    only); ``info`` holds recorded facts such as σ_data and the encoding.
     """
 
-    x: Tensor
-    labels: Tensor | None
+    train: Split
+    reference: Split
     variant: str
     stand_in: bool
+    fingerprint: str
+    source: str
+    info: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """How a task's quality number is named and read."""
+    """How a quality number is named, read and labelled: ``paper`` is true only for the paper's metric with
+    its real featuriser or weights; any other number is a labelled substitute."""
 
     name: str
     higher_is_better: bool
-    substitute: bool
+    paper: bool
+    label: str
+
+
+def content_fingerprint(*parts: np.ndarray | Tensor | bytes | str) -> str:
+    """SHA-256 (hex, 16 characters) over the dtype, shape and bytes of each array, or the bytes/text."""
+    digest = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, Tensor):
+            part = part.detach().cpu().contiguous().numpy()
+        if isinstance(part, np.ndarray):
+            part = np.ascontiguousarray(part)
+            digest.update(f"{part.dtype}:{part.shape}:".encode())
+            digest.update(memoryview(part).cast("B"))
+        elif isinstance(part, str):
+            digest.update(part.encode())
+        else:
+            digest.update(part)
+    return digest.hexdigest()[:16]
 
 
 class Task(ABC):
-    """Base of task plugins; ``cfg`` is the task's config group (``suite/conf/task/<name>.yaml``)."""
+    """Base of task plugins; ``cfg`` is the task's resolved config group (``suite/conf/task/<name>.yaml``)."""
 
     name: ClassVar[str]
     modality: ClassVar[str]
@@ -53,32 +138,80 @@ class Task(ABC):
     def __init__(self, cfg: Mapping[str, Any]) -> None:
         self.cfg = cfg
 
-    @property
-    def num_classes(self) -> int:
-        """Number of classes for class-conditional training; 0 for unconditional tasks."""
-        return int(self.cfg.get("num_classes", 0))
-
-    @abstractmethod
-    def load_data(self) -> TrainingData:
-        """The training set, in model space (what the diffusion path corrupts)."""
-
+    # -- data --------------------------------------------------------------------------------------
     @property
     @abstractmethod
     def sample_shape(self) -> tuple[int, ...]:
-        """Shape of one example in model space."""
+        """Shape of one example in model space (what the diffusion path adds noise to)."""
 
     @abstractmethod
-    def build_network(self, network_cfg: Mapping[str, Any]) -> nn.Module:
-        """The raw network net(x, noise_labels, class_labels) for this modality, sized by the budget."""
+    def load(self) -> TaskData:
+        """The training and reference splits, read from the task's real on-disk format."""
+
+    @classmethod
+    def example_data(cls, folder: Path, n: int) -> dict[str, Any]:
+        """Write ``n`` examples in this task's real on-disk format into ``folder``; return the task-config
+        overrides under which ``load`` reads them (the contract test trains on them)."""
+        raise NotImplementedError(f"task {cls.name!r} does not write example data")
+
+    @classmethod
+    def prepare(cls, source: str | None, dest: str) -> None:
+        """``suite data <task> [SOURCE] DEST``: download or convert the real data into ``dest``."""
+        raise ValueError(f"task {cls.name!r} reads its files as they are distributed; nothing to prepare")
+
+    # -- network and objective ---------------------------------------------------------------------
+    def network_preset(self, size: str) -> Mapping[str, Any]:
+        """The network hyper-parameters of budget size ``size`` from the task config's ``networks``."""
+        presets = self.cfg.get("networks") or {}
+        if size not in presets:
+            raise ValueError(
+                f"task {self.name!r} has no network preset {size!r}; valid presets: {', '.join(presets)}"
+            )
+        return presets[size]
 
     @abstractmethod
-    def decode(self, x: Tensor) -> Tensor:
-        """Model-space samples → the evaluation format."""
+    def build_network(self, preset: Mapping[str, Any]) -> nn.Module:
+        """The raw network ``net(x, noise_labels, **cond)``; it declares ``channels_last`` and
+        ``compilable`` as class attributes (capabilities the budget may ask for)."""
 
-    @abstractmethod
-    def metric(self, eval_cfg: Mapping[str, Any]) -> MetricSpec:
-        """Name and direction of the quality metric this evaluation config measures."""
+    def objective(self, weight: LossWeight) -> Objective:
+        """The training objective (the Gaussian x₀-space error unless the task says otherwise)."""
+        from suite.objectives import GaussianX0Objective
 
+        return GaussianX0Objective(weight)
+
+    # -- conditioning ------------------------------------------------------------------------------
+    def drop_condition(self, cond: Cond, keep: Tensor) -> Cond:
+        """Classifier-free guidance training: rows where ``keep`` is false become the null condition."""
+        null = self.null_condition(cond)
+        return {
+            key: torch.where(keep.reshape(-1, *[1] * (value.ndim - 1)), value, null[key])
+            for key, value in cond.items()
+        }
+
+    def null_condition(self, cond: Cond) -> Cond:
+        """The unconditional input: all-zero rows (the network maps them to no conditioning)."""
+        return {key: torch.zeros_like(value) for key, value in cond.items()}
+
+    def augment(self, x0: Tensor, cond: Cond, generator: torch.Generator) -> tuple[Tensor, Cond]:
+        """Training-time augmentation of a batch, drawing from the step's ``generator`` (none by default);
+        an augmenting task adds what it did to ``cond`` so the network is conditioned on it."""
+        return x0, cond
+
+    # -- decoding and metrics ----------------------------------------------------------------------
     @abstractmethod
-    def evaluate(self, generated: Tensor, reference: Tensor, eval_cfg: Mapping[str, Any]) -> float:
-        """Quality of decoded ``generated`` samples against decoded ``reference`` examples."""
+    def decode(self, x: Tensor, model: nn.Module | None) -> Any:
+        """Model-space samples → typed samples (uint8 images, base strings, texts)."""
+
+    def decode_reference(self, batch: Batch) -> Any:
+        """Reference examples in the same typed form as ``decode`` gives."""
+        return self.decode(batch.x0, None)
+
+    def metrics(self, device: torch.device, cache_dir: Path) -> list[Metric]:
+        """The metrics of the config's ``metrics`` mapping (name → options), built through the registry."""
+        from suite.metrics import METRICS
+
+        configured = self.cfg.get("metrics") or {}
+        if not configured:
+            raise ValueError(f"task {self.name!r} configures no metrics")
+        return [METRICS.get(name)(options or {}, device, cache_dir) for name, options in configured.items()]

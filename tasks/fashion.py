@@ -1,51 +1,60 @@
 """Fashion-MNIST (Xiao, Rasul & Vollgraf 2017): 60 000 training images, 28×28 grayscale, 10 classes.
 
-Read from the real IDX files, looked for in this order: ``task.root`` (the files themselves or
-torchvision's ``FashionMNIST/raw`` layout), the folder Debian's ``dataset-fashion-mnist`` package installs
-(/usr/share/datasets/fashion-mnist), then torchvision's download into the data cache when
-``task.download`` is true.
+Read from the real IDX files. With ``task.root`` set, only there (the files themselves or torchvision's
+``FashionMNIST/raw`` layout): a root that holds no data set is an error naming it. Without a root: the folder
+Debian's ``dataset-fashion-mnist`` package installs (/usr/share/datasets/fashion-mnist), then torchvision's
+download into the data cache when ``task.download`` is true.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from pathlib import Path
+from typing import Any
 
-from suite.data_sources import idx_folders, load_mnist_format, torchvision_download
-from suite.image_task import ImageTask
+from suite.data_sources import idx_folders, load_mnist_format, missing_root_error, torchvision_download
+from suite.datasets import write_example_mnist
+from suite.image_task import Images, ImageTask
 from suite.task import TASKS
 
 DEBIAN_FOLDER = "/usr/share/datasets/fashion-mnist"
+FILES = "train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz]"
 
 
-def load_fashion_mnist(root: str | None, download: bool) -> tuple[np.ndarray, np.ndarray, str]:
-    """Fashion-MNIST training images and labels, and a description of where they came from."""
-    from pathlib import Path
-
+def load_fashion_mnist(root: str | None, download: bool) -> Images:
+    """Fashion-MNIST's training images and labels, and where they came from."""
     import torchvision
 
-    folders = idx_folders(root, "FashionMNIST") + [Path(DEBIAN_FOLDER)]
-    fetch = (
-        (lambda: torchvision_download(torchvision.datasets.FashionMNIST, "FashionMNIST"))
-        if download
-        else None
-    )
-    found = load_mnist_format(folders, fetch)
+    if root is not None:
+        found = load_mnist_format(idx_folders(root, "FashionMNIST"), None)
+        if found is None:
+            raise missing_root_error(root, FILES, "FashionMNIST")
+    else:
+        fetch = (
+            (lambda: torchvision_download(torchvision.datasets.FashionMNIST, "FashionMNIST"))
+            if download
+            else None
+        )
+        found = load_mnist_format([Path(DEBIAN_FOLDER)], fetch)
     if found is None:
         raise FileNotFoundError(
-            "Fashion-MNIST training files (train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz]) not "
-            f"found in {[str(f) for f in folders]}. Fix: `apt-get install dataset-fashion-mnist` (installs "
-            f"them into {DEBIAN_FOLDER}), or copy the two files from "
+            f"Fashion-MNIST training files ({FILES}) not found in {DEBIAN_FOLDER}. Fix: `apt-get install "
+            f"dataset-fashion-mnist` (installs them into {DEBIAN_FOLDER}), or copy the two files from "
             "https://github.com/zalandoresearch/fashion-mnist into a folder and pass task.root=<folder>, "
             "or set task.download=true on a machine with internet."
         )
     images, labels, folder = found
-    return images, labels, f"Fashion-MNIST train ({len(images)} images, IDX from {folder})"
+    variant = f"Fashion-MNIST train ({len(images)} images)"
+    return Images(images, labels, variant, stand_in=False, source=f"IDX files in {folder}")
 
 
 @TASKS.register("fashion")
 class FashionMNIST(ImageTask):
     """Fashion-MNIST as continuous grayscale images in [−1, 1]."""
 
-    def load_images(self) -> tuple[np.ndarray, np.ndarray | None, str, bool]:
-        images, labels, variant = load_fashion_mnist(self.cfg.get("root"), bool(self.cfg.get("download")))
-        return images, labels, variant, False
+    def load_images(self) -> Images:
+        return load_fashion_mnist(self.cfg.get("root"), bool(self.cfg.get("download")))
+
+    @classmethod
+    def example_data(cls, folder: Path, n: int) -> dict[str, Any]:
+        write_example_mnist(folder, n)
+        return {"root": str(folder)}

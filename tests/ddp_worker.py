@@ -23,7 +23,7 @@ def train_steps(rank: int, world: int, port: int, overrides: list[str], steps: i
     for _ in range(steps):
         trainer.train_step()
     torch.save(
-        {"model": trainer.model.state_dict(), "sampler": trainer.sampler.state_dict()},
+        {"model": trainer.state.model.state_dict(), "sampler": trainer.state.sampler.state_dict()},
         Path(out) / f"state{rank}.pt",
     )
     if world > 1:

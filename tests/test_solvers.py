@@ -92,32 +92,38 @@ def test_bad_inputs_are_refused():
         karras_sigmas(1, SIGMA_MIN, SIGMA_MAX)
 
 
-def test_guidance_combines_conditional_and_unconditional():
-    labels = torch.eye(3)[[0, 2]]
+def test_guidance_combines_the_condition_with_the_null_condition():
+    cond = {"class_labels": torch.eye(3)[[0, 2]], "signal": torch.ones(2, 4)}
+    null = {key: torch.zeros_like(value) for key, value in cond.items()}
 
-    def denoiser(x, sigma, class_labels):
-        # Conditional rows add their class index + 1; the all-zero null row adds nothing.
-        shift = (class_labels * torch.arange(1.0, 4.0)).sum(dim=1)
+    def denoiser(x, sigma, class_labels, signal):
+        # Conditional rows add their class index + 1 and their signal's sum; null rows add nothing.
+        shift = (class_labels * torch.arange(1.0, 4.0)).sum(dim=1) + signal.sum(dim=1)
         return x * 0.5 + shift.reshape(-1, 1, 1, 1)
 
     x, sigma = torch.randn(2, 1, 2, 2), torch.tensor([1.0, 2.0])
-    d_cond, d_uncond = denoiser(x, sigma, labels), x * 0.5
-    null = torch.zeros(3)
+    d_cond, d_uncond = denoiser(x, sigma, **cond), x * 0.5
     torch.testing.assert_close(
-        guided(denoiser, labels, 2.5, null)(x, sigma), d_uncond + 2.5 * (d_cond - d_uncond)
+        guided(denoiser, cond, 2.5, null)(x, sigma), d_uncond + 2.5 * (d_cond - d_uncond)
     )
-    torch.testing.assert_close(guided(denoiser, labels, 0.0, null)(x, sigma), d_uncond)
 
 
-def test_guidance_one_runs_only_the_conditional_pass():
-    labels = torch.eye(3)[[1]]
+def test_guidance_zero_and_one_run_one_pass_each_and_reproduce_both_samplers():
+    cond = {"class_labels": torch.eye(3)[[1]]}
+    null = {"class_labels": torch.zeros(1, 3)}
     seen = []
 
     def denoiser(x, sigma, class_labels):
         seen.append(class_labels)
         return x
 
-    guided(denoiser, labels, 1.0, torch.zeros(3))(torch.randn(1, 1, 2, 2), torch.ones(1))
-    assert len(seen) == 1 and seen[0] is labels
-    with pytest.raises(ValueError, match="one-hot"):
-        guided(denoiser, torch.tensor([1]), 2.0, torch.zeros(3))
+    x, sigma = torch.randn(1, 1, 2, 2), torch.ones(1)
+    guided(denoiser, cond, 1.0, null)(x, sigma)
+    guided(denoiser, cond, 0.0, null)(x, sigma)
+    assert len(seen) == 2 and seen[0] is cond["class_labels"] and seen[1] is null["class_labels"]
+    with pytest.raises(ValueError, match="condition keys"):
+        guided(denoiser, cond, 2.0, {"prefix": torch.zeros(1, 3)})
+
+
+def test_an_unconditional_denoiser_needs_no_guidance():
+    assert torch.equal(guided(lambda x, s: x + 1, {}, 3.0, {})(torch.zeros(2), torch.ones(2)), torch.ones(2))

@@ -26,8 +26,8 @@ TINY = [
     "budget.eval.samples=16",
     "budget.eval.reference=32",
     "budget.eval.batch_size=16",
-    "budget.eval.feature_extractor=rand-test",
-    "budget.network.model_channels=8",
+    "task.metrics.fid.feature_extractor=rand-test",
+    "task.networks.smoke.model_channels=8",
     "budget.lr_rampup_kimg=0.1",
     "budget.adaptive.warmup_steps=4",
     "budget.adaptive.refresh_every=2",
@@ -134,23 +134,29 @@ def test_sigterm_checkpoints_and_exits_cleanly(tmp_path, data):
 def test_class_conditional_training_and_guided_generation(tmp_path, data):
     """Label dropout in training and classifier-free guidance at sampling, on a conditional config."""
     from suite.config import compose_run
+    from suite.grids import build_grid
     from suite.training import Trainer
 
     overrides = [
         f"task.root={data}",
         "task.num_classes=10",
-        "budget.label_dropout=0.5",
+        "task.cond_dropout=0.5",
         "device=cpu",
-        "budget.network.model_channels=8",
-        "budget.eval.guidance=2.0",
+        "task.networks.smoke.model_channels=8",
+        "task.metrics.fid.feature_extractor=rand-test",
         "task.solver_steps=3",
     ]
     trainer = Trainer(compose_run("fashion", "edm", "smoke", overrides), tmp_path)
-    assert trainer.data.labels is not None and trainer.model.net.label_dim == 10
+    batch = trainer.data.train.batch(torch.arange(4), torch.device("cpu"))
+    assert batch.cond["class_labels"].shape == (4, 10) and trainer.state.model.net.label_dim == 10
     losses = [trainer.train_step().item() for _ in range(2)]
     assert all(torch.isfinite(torch.tensor(losses)))
-    samples = trainer.generate(5)
-    assert samples.shape == (5, 1, 28, 28) and torch.isfinite(samples).all()
+    sigmas = build_grid("karras", 3, 0.002, 80.0)
+    guided, matched = trainer.evaluator.generate(trainer.state.ema, 5, sigmas, guidance=2.0)
+    plain, _ = trainer.evaluator.generate(trainer.state.ema, 5, sigmas, guidance=1.0)
+    assert guided.shape == (5, 1, 28, 28) and torch.isfinite(guided).all()
+    assert matched is not None and matched.cond["class_labels"].shape == (5, 10)
+    assert not torch.equal(guided, plain)  # guidance changes the samples
 
 
 def test_torn_jsonl_line_is_dropped_on_resume(tmp_path):

@@ -1,1 +1,54 @@
-"""Evaluation metrics: FID through torch-fidelity, with offline resolution of the Inception-v3 weights."""
+"""The metric registry: quality numbers computed from decoded samples against a task's reference split.
+
+A metric is one module of ``suite/metrics/`` (or of a third-party package, through the entry-point group
+``infonoise_suite.metrics``) that decorates a ``Metric`` subclass with ``@METRICS.register("name")``; a
+task lists the metrics it is scored by in its config (``metrics: {name: {options}}``). Each metric says
+whether its number is the paper's metric or a labelled substitute (``suite.task.MetricSpec``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from suite.registry import Registry
+from suite.task import MetricSpec
+
+
+@dataclass(frozen=True)
+class EvalInputs:
+    """What a metric compares: decoded ``generated`` samples, decoded ``reference`` examples, and
+    ``matched``, the decoded reference examples whose conditioning produced ``generated`` (row-aligned;
+    None for unconditional tasks)."""
+
+    generated: Any
+    reference: Any
+    matched: Any | None = None
+
+
+class Metric(ABC):
+    """A quality metric; ``options`` is its entry in the task config's ``metrics`` mapping."""
+
+    def __init__(self, options: Mapping[str, Any], device: torch.device, cache_dir: Path) -> None:
+        self.options = dict(options)
+        self.device = torch.device(device)
+        self.cache_dir = Path(cache_dir)
+
+    @property
+    @abstractmethod
+    def spec(self) -> MetricSpec:
+        """Name, direction and label of the number this metric returns."""
+
+    @abstractmethod
+    def __call__(self, inputs: EvalInputs) -> dict[str, float]:
+        """{"value": the number, plus optional extras such as "std" or "n_seeds"}."""
+
+
+METRICS: Registry[Metric] = Registry(
+    "metric", packages=("suite.metrics",), entry_point_group="infonoise_suite.metrics"
+)

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -34,7 +36,9 @@ from torch_fidelity.utils import (
     resolve_feature_layer_for_metric,
 )
 
+from suite.metrics import METRICS, EvalInputs, Metric
 from suite.metrics.inception import resolve_inception_weights, suite_cache_dir
+from suite.task import MetricSpec
 
 INCEPTION_EXTRACTOR = "inception-v3-compat"
 
@@ -171,3 +175,27 @@ def frechet_distance(features: np.ndarray, mu_ref: np.ndarray, sigma_ref: np.nda
     trace_covmean = np.sqrt(np.clip(eig, 0, None)).sum()
     diff = mu - mu_ref
     return float(diff @ diff + trace_sigma + np.trace(sigma_ref) - 2 * trace_covmean)
+
+
+@METRICS.register("fid")
+class FIDMetric(Metric):
+    """FID of decoded uint8 images against the reference split's images (options: ``feature_extractor``,
+    ``weights_path``, ``batch_size``); any extractor but Inception-v3 gives a labelled ``fd-<extractor>``."""
+
+    def __init__(self, options: Mapping[str, Any], device: torch.device, cache_dir: Path) -> None:
+        super().__init__(options, device, cache_dir)
+        self.distance = FrechetDistance(
+            feature_extractor=self.options.get("feature_extractor", INCEPTION_EXTRACTOR),
+            weights_path=self.options.get("weights_path"),
+            batch_size=int(self.options.get("batch_size", 64)),
+            cuda=self.device.type == "cuda",
+        )
+
+    @property
+    def spec(self) -> MetricSpec:
+        real = self.distance.feature_extractor == INCEPTION_EXTRACTOR
+        label = "FID" if real else f"Fréchet distance ({self.distance.feature_extractor} features)"
+        return MetricSpec(name=self.distance.metric_name, higher_is_better=False, paper=real, label=label)
+
+    def __call__(self, inputs: EvalInputs) -> dict[str, float]:
+        return {"value": self.distance(inputs.generated, inputs.reference)}

@@ -1,0 +1,263 @@
+"""Evaluation of a network, apart from the training loop: generate, decode, score, and write tidy rows.
+
+Generation integrates the probability-flow ODE with the task's solver from latents x = σ_max·ε drawn from a
+generator seeded by ``budget.eval.seed`` (the same latents at every evaluation point, so curves compare like
+with like). A conditional task is sampled with the conditions of reference examples (a fixed random choice
+of the reference split), combined with the task's null condition by classifier-free guidance at
+``budget.eval.guidance``; those reference examples are handed to the metrics as ``matched`` (SP-MSE compares
+generated and real sequences for the same signal). The reference set is a fixed random subset of the task's
+reference split (``budget.eval.reference`` examples). Everything runs on the run's device, metric
+features included.
+
+The solver grid is Karras et al.'s ρ = 7 grid unless an evaluation asks for another (``suite.grids``;
+InfoGrid uses the profile an InfoNoise run learned); the grid's name is part of each row.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+from torch import Tensor, nn
+
+from suite.config import comparison_hash, config_hash, sampler_label
+from suite.grids import build_grid
+from suite.metrics import EvalInputs, Metric
+from suite.metrics.inception import suite_cache_dir
+from suite.records import evaluation_row, write_atomic
+from suite.sampler import NoiseSampler
+from suite.solvers import SOLVERS, guided, nfe
+from suite.task import Batch, Task, TaskData
+
+REFERENCE_SEED = 0
+CONDITION_SEED = 1
+
+
+def fixed_choice(n_total: int, n: int, seed: int) -> Tensor:
+    """n indices of a fixed random permutation of range(n_total), cycling when n > n_total."""
+    order = torch.randperm(n_total, generator=torch.Generator().manual_seed(seed))
+    return order.repeat((n + n_total - 1) // n_total)[:n]
+
+
+class Evaluator:
+    """Scores a denoiser on one task's metrics; shared by the training loop and ``suite eval``."""
+
+    def __init__(self, cfg: DictConfig, task: Task, data: TaskData, device: torch.device) -> None:
+        self.cfg = cfg
+        self.task = task
+        self.data = data
+        self.device = device
+        self.metrics: list[Metric] = task.metrics(device, suite_cache_dir())
+        self.conditional = bool(
+            data.reference.batch(torch.zeros(1, dtype=torch.long), torch.device("cpu")).cond
+        )
+        self._reference: Any = None
+
+    @property
+    def n_reference(self) -> int:
+        return min(int(self.cfg.budget.eval.reference), len(self.data.reference))
+
+    def reference(self) -> Any:
+        """The decoded reference examples (computed once)."""
+        if self._reference is None:
+            pick = fixed_choice(len(self.data.reference), self.n_reference, REFERENCE_SEED)
+            self._reference = self.task.decode_reference(self.data.reference.batch(pick, torch.device("cpu")))
+        return self._reference
+
+    def grid(self, name: str, steps: int, profile: tuple[Tensor, Tensor] | None) -> Tensor:
+        task = self.cfg.task
+        return build_grid(name, steps, float(task.sigma_min), float(task.sigma_max), profile)
+
+    def generate(
+        self, model: nn.Module, n: int, sigmas: Tensor, guidance: float
+    ) -> tuple[Tensor, Batch | None]:
+        """n model-space samples on the run's device, and the reference batch that conditioned them."""
+        ev, task = self.cfg.budget.eval, self.cfg.task
+        gen = torch.Generator().manual_seed(int(ev.seed))
+        chosen = fixed_choice(len(self.data.reference), n, CONDITION_SEED) if self.conditional else None
+        solve = SOLVERS[task.solver]
+        out = []
+        for start in range(0, n, int(ev.batch_size)):
+            m = min(int(ev.batch_size), n - start)
+            latents = float(task.sigma_max) * torch.randn((m, *self.task.sample_shape), generator=gen)
+            cond: dict[str, Tensor] = {}
+            if chosen is not None:
+                cond = self.data.reference.batch(chosen[start : start + m], self.device).cond
+            denoise = guided(model, cond, guidance, self.task.null_condition(cond))
+            with torch.no_grad():
+                out.append(solve(denoise, latents.to(self.device), sigmas))
+        matched = None if chosen is None else self.data.reference.batch(chosen, torch.device("cpu"))
+        return torch.cat(out), matched
+
+    def evaluate(
+        self,
+        model: nn.Module,
+        nimg: int,
+        wall_time: float,
+        importance_weighting: bool,
+        grid: str = "karras",
+        steps: int | None = None,
+        profile: tuple[Tensor, Tensor] | None = None,
+        only: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """One evaluation point: a row per metric (or only the metric named ``only``)."""
+        cfg, ev = self.cfg, self.cfg.budget.eval
+        metrics = [m for m in self.metrics if only in (None, m.spec.name)]
+        if not metrics:
+            names = ", ".join(m.spec.name for m in self.metrics)
+            raise ValueError(f"unknown metric {only!r} for task {cfg.task.name}; valid metrics: {names}")
+        steps = int(cfg.task.solver_steps) if steps is None else int(steps)
+        t0 = time.perf_counter()
+        x, matched = self.generate(
+            model, int(ev.samples), self.grid(grid, steps, profile), float(ev.guidance)
+        )
+        inputs = EvalInputs(
+            generated=self.task.decode(x, model),
+            reference=self.reference(),
+            matched=None if matched is None else self.task.decode_reference(matched),
+        )
+        rows = []
+        for metric in metrics:
+            result = metric(inputs)
+            rows.append(
+                evaluation_row(
+                    task=cfg.task.name,
+                    modality=self.task.modality,
+                    budget=cfg.budget.name,
+                    sampler=sampler_label(cfg),
+                    seed=int(cfg.seed),
+                    nimg=nimg,
+                    spec=metric.spec,
+                    result=result,
+                    stand_in_data=self.data.stand_in,
+                    data=self.data.variant,
+                    data_fingerprint=self.data.fingerprint,
+                    solver=str(cfg.task.solver),
+                    grid=grid,
+                    nfe=nfe(str(cfg.task.solver), steps),
+                    n_samples=int(ev.samples),
+                    n_reference=self.n_reference,
+                    guidance=float(ev.guidance),
+                    importance_weighting=importance_weighting,
+                    comparison_hash=comparison_hash(cfg),
+                    config_hash=config_hash(cfg),
+                    eval_seconds=round(time.perf_counter() - t0, 2),
+                    wall_time=round(wall_time, 2),
+                )
+            )
+        return rows
+
+
+def snapshot_path(folder: str | Path, nimg: int) -> Path:
+    """Path of the network snapshot taken at the evaluation point ``nimg``."""
+    return Path(folder) / f"snapshot-{nimg:012d}.pt"
+
+
+def save_snapshot(folder: str | Path, nimg: int, ema: nn.Module, sampler: NoiseSampler, digest: str) -> Path:
+    """Atomically write what re-scoring an evaluation point needs: EMA weights, the sampler's state (the
+    learned profile InfoGrid uses), ``nimg`` and the run's config hash."""
+    buffer = io.BytesIO()
+    state = {"ema": ema.state_dict(), "sampler": sampler.state_dict(), "nimg": nimg, "config_hash": digest}
+    torch.save(state, buffer)
+    path = snapshot_path(folder, nimg)
+    write_atomic(path, buffer.getvalue())
+    return path
+
+
+def list_snapshots(folder: str | Path) -> dict[int, Path]:
+    """The snapshots of a run folder by ``nimg``."""
+    found = {}
+    for path in Path(folder).glob("snapshot-*.pt"):
+        found[int(path.stem.split("-", 1)[1])] = path
+    return dict(sorted(found.items()))
+
+
+def load_snapshot(path: Path) -> dict[str, Any]:
+    """A snapshot's tensors and plain values (``weights_only``: no pickled code runs)."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:
+        raise ValueError(f"cannot read snapshot {path}: {err}") from err
+
+
+def _same_point(row: dict[str, Any], new: dict[str, Any]) -> bool:
+    keys = ("nimg", "metric", "grid", "nfe", "n_samples", "n_reference", "guidance")
+    return all(row.get(k, "karras" if k == "grid" else None) == new[k] for k in keys)
+
+
+def rescore(
+    run_dir: str | Path,
+    metric: str | None = None,
+    kimg: float | None = None,
+    grid: str = "karras",
+    steps: int | None = None,
+    device: str = "auto",
+) -> list[dict[str, Any]]:
+    """Re-score a finished run's saved snapshot(s) without the trainer (EDM2's pattern).
+
+    Every snapshot is scored, or the one at ``kimg``; rows that the records do not hold yet are appended,
+    rows they hold are not written twice, and each new value is printed beside the recorded one.
+    """
+    from omegaconf import OmegaConf
+
+    from suite.distributed import init_distributed
+    from suite.records import RunDirectory, append_jsonl
+    from suite.state import TrainingState
+    from suite.task import TASKS
+
+    folder = RunDirectory(run_dir)
+    if not (folder.path / "config.yaml").is_file():
+        raise FileNotFoundError(f"{folder.path} is not a run directory (no config.yaml)")
+    if folder.status() != "done":
+        raise ValueError(f"{folder.path} is {folder.status()!r}; `suite eval` re-scores finished runs")
+    snapshots = list_snapshots(folder.snapshots)
+    if kimg is not None:
+        nimg = int(round(kimg * 1000))
+        if nimg not in snapshots:
+            valid = ", ".join(f"{k / 1000:g}" for k in snapshots) or "none"
+            raise ValueError(f"{folder.path} has no snapshot at kimg {kimg:g}; valid kimg: {valid}")
+        snapshots = {nimg: snapshots[nimg]}
+    if not snapshots:
+        raise FileNotFoundError(f"{folder.path} holds no network snapshots ({folder.snapshots})")
+    cfg = OmegaConf.load(folder.path / "config.yaml")
+    cfg.device = device
+    ctx = init_distributed(device)
+    task = TASKS.get(cfg.task.name)(cfg.task)
+    data = task.load()
+    state = TrainingState(cfg, task, ctx)
+    evaluator = Evaluator(cfg, task, data, ctx.device)
+    recorded = folder.rows()
+    new_rows = []
+    for nimg, path in snapshots.items():
+        snapshot = load_snapshot(path)
+        if snapshot["config_hash"] != config_hash(cfg):
+            raise ValueError(f"{path} belongs to another config than {folder.path / 'config.yaml'}")
+        state.ema.load_state_dict(snapshot["ema"])
+        state.sampler.load_state_dict(snapshot["sampler"])
+        learned = state.sampler.profile()
+        profile = None if learned is None else (learned["u"].cpu(), learned["rho"].cpu())
+        importance = bool(state.sampler.hyperparameters().get("importance_correction", False))
+        rows = evaluator.evaluate(state.ema, nimg, 0.0, importance, grid, steps, profile, only=metric)
+        for row in rows:
+            before = [r for r in recorded if _same_point(r, row)]
+            note = f"recorded {before[-1]['value']:.6g}" if before else "new row"
+            print(
+                f"{folder.path} kimg {nimg / 1000:g} {row['metric']} grid={grid} NFE {row['nfe']}: "
+                f"{row['value']:.6g} ({note})"
+            )
+            if not before:
+                row["wall_time"] = folder.info().get("wall_time", 0.0)
+                new_rows.append(row)
+    if new_rows:
+        append_jsonl(folder.records, new_rows)
+    return new_rows
+
+
+def main(args: Any) -> int:
+    """``suite eval RUN_DIR [--metric M] [--kimg K] [--grid G] [--steps N]``."""
+    rescore(args.run_dir, args.metric, args.kimg, args.grid, args.steps, args.device)
+    return 0

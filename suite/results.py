@@ -1,0 +1,141 @@
+"""The one reader of a results folder: run directories, their records, stats and sampler logs.
+
+A run directory is any folder under the results root that holds ``run.json`` or ``records.jsonl`` (the
+layout ``runs/<task>-<budget>-<comparison hash>/<sampler label>/seed<k>/`` of ``suite.runner``, also when
+copied under another folder such as ``gpu/``: the folders between the root and ``runs/`` are the run's
+*origin*). The table, the figures, the report and ``suite status`` all read through this module; the row
+schema is ``suite.records.EVALUATION_COLUMNS``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from omegaconf import OmegaConf
+
+from suite.records import EVALUATION_COLUMNS, RunDirectory, read_jsonl
+
+RUN_COLUMNS = ("run_dir", "origin", "status", "sampler_name", "total_kimg")
+FLAG_COLUMNS = ("higher_is_better", "stand_in_data", "substitute_metric", "paper_metric")
+
+
+def base_name(label: str) -> str:
+    """Registered sampler name of a label: ``edm[p_mean=0.0]`` → ``edm``."""
+    return label.split("[", 1)[0]
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run directory under a results root, read lazily."""
+
+    path: Path
+    origin: str
+
+    @functools.cached_property
+    def info(self) -> dict[str, Any]:
+        """run.json ({} without one)."""
+        return RunDirectory(self.path).info()
+
+    @functools.cached_property
+    def config(self) -> dict[str, Any]:
+        """The resolved config.yaml as a dict ({} without one)."""
+        path = self.path / "config.yaml"
+        if not path.is_file():
+            return {}
+        return OmegaConf.to_container(OmegaConf.load(path), resolve=True)  # type: ignore[return-value]
+
+    @property
+    def comparison(self) -> Path:
+        """The comparison folder the run belongs to."""
+        return self.path.parent.parent
+
+    @property
+    def status(self) -> str:
+        return str(self.info.get("status", "unknown"))
+
+    @property
+    def label(self) -> str:
+        """Sampler label (``edm``, ``edm[p_mean=0.0]``)."""
+        return str(self.info.get("sampler") or self.path.parent.name)
+
+    @property
+    def sampler_name(self) -> str:
+        """Registered sampler name."""
+        return str(self.info.get("sampler_name") or base_name(self.label))
+
+    def rows(self) -> list[dict[str, Any]]:
+        return read_jsonl(self.path / "records.jsonl")
+
+    def stats(self) -> list[dict[str, Any]]:
+        return read_jsonl(self.path / "stats.jsonl")
+
+    def sampler_log(self) -> list[dict[str, Any]]:
+        return read_jsonl(self.path / "sampler.jsonl")
+
+
+def origin_of(root: Path, run_dir: Path) -> str:
+    """Folders between the results root and ``runs/``: "" for ``<root>/runs``, "gpu" for ``gpu/runs``."""
+    parts = run_dir.relative_to(root).parts
+    if "runs" in parts:
+        return "/".join(parts[: parts.index("runs")])
+    return "/".join(parts[:-3])
+
+
+def find_runs(results: str | Path) -> list[RunRecord]:
+    """Every run directory under ``results``, sorted by path."""
+    root = Path(results)
+    if not root.is_dir():
+        return []
+    folders = {p.parent for name in ("run.json", "records.jsonl") for p in root.rglob(name)}
+    return [RunRecord(folder, origin_of(root, folder)) for folder in sorted(folders)]
+
+
+def by_comparison(runs: list[RunRecord]) -> dict[Path, list[RunRecord]]:
+    """Runs grouped by their comparison folder."""
+    groups: dict[Path, list[RunRecord]] = {}
+    for run in runs:
+        groups.setdefault(run.comparison, []).append(run)
+    return groups
+
+
+def records_frame(results: str | Path) -> pd.DataFrame:
+    """Every evaluation row under ``results`` as one frame, with per-run columns ``RUN_COLUMNS``.
+
+    Rows written before the metric spec carried a label (schema 1) get ``paper_metric`` = not substitute
+    and the metric name as label; rows without a grid were on Karras's grid.
+    """
+    rows = []
+    for run in find_runs(results):
+        for row in run.rows():
+            rows.append(
+                row
+                | {
+                    "run_dir": str(run.path),
+                    "origin": run.origin,
+                    "status": run.status,
+                    "sampler_name": run.info.get("sampler_name") or base_name(str(row.get("sampler", ""))),
+                    "total_kimg": run.info.get("total_kimg", math.nan),
+                }
+            )
+    df = pd.DataFrame(rows)
+    for column in (*EVALUATION_COLUMNS, *RUN_COLUMNS):
+        if column not in df:
+            df[column] = pd.Series(dtype=object)
+    if not df.empty:
+        df["value"] = df["value"].astype(float)
+        df["kimg"] = df["kimg"].astype(float)
+        df["substitute_metric"] = df["substitute_metric"].fillna(False).astype(bool)
+        df["paper_metric"] = df["paper_metric"].fillna(~df["substitute_metric"])
+        df["metric_label"] = df["metric_label"].fillna(df["metric"])
+        df["grid"] = df["grid"].fillna("karras")
+        df["data_fingerprint"] = df["data_fingerprint"].fillna("")
+        for flag in FLAG_COLUMNS:
+            df[flag] = df[flag].fillna(False).astype(bool)
+    df["data_key"] = np.where(df["stand_in_data"].astype(bool), df["data"].astype(object), "")
+    return df

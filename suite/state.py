@@ -1,0 +1,108 @@
+"""The training state of one run: network, EMA, optimiser and noise sampler, with checkpoint and resume.
+
+The state is built from the run's config and its task: the raw network comes from the task's preset for
+the budget's size (``budget.size``), wrapped in EDM's preconditioning; the loss weight is the task's. A
+checkpoint holds everything the loop needs to continue bit for bit (see ``suite.schedule`` for why no RNG
+state is needed); resuming is re-running the same command (the EDM2 pattern).
+
+Memory format and compilation are network capabilities: the budget's ``channels_last`` and ``compile``
+are requests, honoured when the raw network declares ``channels_last = True`` / ``compilable = True``.
+``channels_last`` applies on any device (it is a layout, so the CPU contract test exercises it);
+``torch.compile`` only on CUDA.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+from torch import nn
+
+from suite.checkpoint import load_latest_checkpoint, save_checkpoint
+from suite.config import config_hash, sampler_params
+from suite.diffusion import EDMDenoiser
+from suite.distributed import DistContext
+from suite.sampler import NoiseSampler, build_sampler
+from suite.task import Task
+from suite.weighting import LossWeight, build_weight
+
+
+def wants_channels_last(net: nn.Module, requested: bool) -> bool:
+    """Whether to lay activations out channels-last: asked for by the budget and supported by the network."""
+    return bool(requested) and bool(getattr(net, "channels_last", False))
+
+
+class TrainingState:
+    """Network (preconditioned), EMA copy, Adam and the noise sampler of one run, on the run's device."""
+
+    def __init__(self, cfg: DictConfig, task: Task, ctx: DistContext) -> None:
+        self.cfg = cfg
+        self.ctx = ctx
+        device = ctx.device
+        self.weight: LossWeight = build_weight(cfg.task.loss_weight, float(cfg.task.sigma_data))
+        self.sampler: NoiseSampler = build_sampler(
+            cfg.sampler.name,
+            float(cfg.task.sigma_min),
+            float(cfg.task.sigma_max),
+            self.weight,
+            **sampler_params(cfg),
+        )
+        self.sampler.to(device)
+        torch.manual_seed(int(cfg.seed))  # network initialisation
+        net = task.build_network(task.network_preset(str(cfg.budget.size)))
+        self.channels_last = wants_channels_last(net, cfg.budget.channels_last)
+        self.model = EDMDenoiser(net, float(cfg.task.sigma_data)).to(device)
+        if self.channels_last:
+            self.model = self.model.to(memory_format=torch.channels_last)
+        self.ema = copy.deepcopy(self.model).eval().requires_grad_(False)
+        self.optimizer = torch.optim.Adam(
+            self.model.parameters(), lr=float(cfg.budget.lr), betas=(0.9, 0.999), eps=1e-8
+        )
+        ddp = (
+            nn.parallel.DistributedDataParallel(
+                self.model, device_ids=[device] if device.type == "cuda" else None
+            )
+            if ctx.world_size > 1
+            else self.model
+        )
+        compile_ = bool(cfg.budget.compile) and getattr(net, "compilable", False) and device.type == "cuda"
+        self.forward: nn.Module = torch.compile(ddp) if compile_ else ddp
+        self.nimg = 0
+        self.wall_time = 0.0
+        self.tick_start_nimg = 0  # where the current stats tick began
+        self.tick_loss_sum = 0.0  # the loss summed over the examples since then (set when saving)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model.state_dict(),
+            "ema": self.ema.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "sampler": self.sampler.state_dict(),
+            "wall_time": self.wall_time,
+            "tick": {"start_nimg": self.tick_start_nimg, "loss_sum": self.tick_loss_sum},
+            "config_hash": config_hash(self.cfg),
+        }
+
+    def save(self, folder: Path) -> None:
+        """Checkpoint at the current ``nimg`` (atomic; the newest two are kept)."""
+        save_checkpoint(folder, self.nimg, self.state_dict())
+
+    def resume(self, folder: Path) -> bool:
+        """Load the newest readable checkpoint of ``folder``; False when there is none."""
+        state = load_latest_checkpoint(folder, self.ctx.device)
+        if state is None:
+            return False
+        if state["config_hash"] != config_hash(self.cfg):
+            raise ValueError(f"checkpoint in {folder} belongs to another config; use a new results dir")
+        self.model.load_state_dict(state["model"])
+        self.ema.load_state_dict(state["ema"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.sampler.load_state_dict(state["sampler"])
+        self.nimg = int(state["nimg"])
+        self.wall_time = float(state["wall_time"])
+        self.tick_start_nimg = int(state["tick"]["start_nimg"])
+        self.tick_loss_sum = float(state["tick"]["loss_sum"])
+        return True
