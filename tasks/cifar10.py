@@ -1,0 +1,196 @@
+"""CIFAR-10 (Krizhevsky 2009): 50 000 training images, 32×32 RGB, 10 classes, trained unconditionally.
+
+The images are read from the official python version (``cifar-10-python.tar.gz`` or its extracted
+``cifar-10-batches-py/`` folder, ``suite.image_formats``), looked for in this order: ``task.root`` (the
+tarball, the extracted folder, or a folder holding either; an explicit root that holds none is an error
+naming it), torchvision's download folder in the data cache (``$SUITE_DATA``), and torchvision's
+checksummed download when ``task.download`` is true. Without any of them ``task.allow_standin`` (the smoke
+budget sets it) builds a stand-in in the same format from random crops of real photographs shipped by
+scikit-image and scikit-learn, recorded as a stand-in. Data whose five batch files do not carry the
+official checksums (``torchvision.datasets.CIFAR10.train_list``) is recorded as a stand-in too.
+
+The network is DDPM++ as EDM configures it for CIFAR-10 (``suite.networks.EDM_DDPMPP``; the ``paper``
+preset is EDM's 55.7M-parameter network), conditioned on EDM's augmentation labels when the config's
+``augment_p`` is positive (``suite.augment``; EDM trains CIFAR-10 with p = 0.12). FID is measured against
+the training set, as EDM does.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from suite.augment import AUGMENT_DIM, AugmentPipe
+from suite.data_sources import data_cache_dir
+from suite.image_formats import (
+    CIFAR_FOLDER,
+    CIFAR_TARBALL,
+    CIFAR_TARBALL_MD5,
+    CIFAR_TRAIN_BATCHES,
+    CIFAR_URL,
+    STANDIN_PHOTOS,
+    cached_standin,
+    file_md5,
+    find_cifar10,
+    read_cifar10,
+    standin_crops,
+    write_cifar10,
+    write_cifar10_standin,
+)
+from suite.image_task import Images, ImageTask
+from suite.networks import EDM_DDPMPP, UNet
+from suite.task import TASKS, Cond
+
+CIFAR_TRAIN_IMAGES = 50_000
+STANDIN_SEED = 20260301
+EXAMPLE_SEED = 7
+
+
+def _official_batch_md5() -> dict[str, str]:
+    """torchvision's md5 of each official training batch file."""
+    import torchvision
+
+    return dict(torchvision.datasets.CIFAR10.train_list)
+
+
+def is_official_cifar10(source: Path) -> bool:
+    """Whether ``source`` (tarball or extracted folder) carries the official release's checksums."""
+    if source.is_file():
+        return file_md5(source) == CIFAR_TARBALL_MD5
+    official = _official_batch_md5()
+    return all(file_md5(source / name) == official[name] for name in CIFAR_TRAIN_BATCHES)
+
+
+def read_cifar10_images(source: Path, what: str = "CIFAR-10 train") -> Images:
+    """Images read from a CIFAR-10 python source; a stand-in unless its checksums are the official ones."""
+    images, labels = read_cifar10(source)
+    official = len(images) == CIFAR_TRAIN_IMAGES and is_official_cifar10(source)
+    variant = (
+        f"{what} ({len(images)} images, official checksums)"
+        if official
+        else f"CIFAR-10-format data, not the official release ({len(images)} images)"
+    )
+    return Images(images, labels, variant, not official, f"CIFAR-10 python batches in {source}")
+
+
+def load_cifar10_images(cfg: Mapping[str, Any]) -> Images:
+    """CIFAR-10 training images as ``cfg`` says (``root``, ``download``, ``allow_standin``,
+    ``standin_images``)."""
+    root = cfg.get("root")
+    if root is not None:
+        try:
+            source = find_cifar10(root)
+        except FileNotFoundError as err:
+            raise FileNotFoundError(
+                f"task.root={root}: {err}; point task.root at {CIFAR_TARBALL} ({CIFAR_URL}) or the folder "
+                f"{CIFAR_FOLDER}/ extracted from it, or drop task.root to use the default locations"
+            ) from None
+        return read_cifar10_images(source)
+    cache = data_cache_dir()
+    if (cache / CIFAR_FOLDER / CIFAR_TRAIN_BATCHES[0]).is_file():
+        return read_cifar10_images(cache / CIFAR_FOLDER)
+    if cfg.get("download"):
+        import torchvision
+
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            torchvision.datasets.CIFAR10(root=str(cache), train=True, download=True)
+        except (OSError, RuntimeError) as err:  # no network: fall through to the stand-in or the error
+            print(f"CIFAR-10 download failed: {err}")
+        else:
+            return read_cifar10_images(cache / CIFAR_FOLDER)
+    if cfg.get("allow_standin"):
+        n = int(cfg.get("standin_images", 5000))
+        path = cached_standin(
+            cache,
+            "cifar10",
+            n,
+            STANDIN_SEED,
+            lambda p: write_cifar10_standin(p, n, STANDIN_SEED),
+            CIFAR_TARBALL,
+        )
+        images, labels = read_cifar10(path)
+        variant = (
+            f"stand-in: {n} random 32×32 crops of {len(STANDIN_PHOTOS)} photographs shipped by scikit-image/"
+            "scikit-learn (label = photograph), written as CIFAR-10 python batches"
+        )
+        return Images(images, labels, variant, True, str(path))
+    raise FileNotFoundError(
+        f"CIFAR-10 not found (no task.root; nothing in {cache / CIFAR_FOLDER}). Fix: download "
+        f"{CIFAR_URL} (163 MB, md5 {CIFAR_TARBALL_MD5}) and pass task.root=<the tarball or its folder>, "
+        "run `suite data cifar10 DEST` on a machine with internet, set task.download=true, or "
+        "task.allow_standin=true for the photo-crop stand-in (recorded as a stand-in)."
+    )
+
+
+def prepare_cifar10(source: str | None, dest: str) -> None:
+    """``suite data cifar10 [SOURCE] DEST``: torchvision's checksummed download into DEST, or a copy of a
+    local tarball/folder after it parses. Needs 163 MB for the tarball (plus 178 MB when extracted)."""
+    target = Path(dest).expanduser()
+    target.mkdir(parents=True, exist_ok=True)
+    if source is None:
+        import torchvision
+
+        print(f"downloading {CIFAR_URL} into {target} (163 MB, plus 178 MB extracted)")
+        torchvision.datasets.CIFAR10(root=str(target), train=True, download=True)
+    else:
+        found = find_cifar10(source)
+        images, _ = read_cifar10(found)
+        copy = target / (CIFAR_TARBALL if found.is_file() else CIFAR_FOLDER)
+        if found.is_file():
+            shutil.copyfile(found, copy)
+        else:
+            shutil.copytree(found, copy, dirs_exist_ok=True)
+        print(f"copied {len(images)} CIFAR-10 images from {found} to {copy}")
+    official = is_official_cifar10(find_cifar10(target))
+    print(f"{'official checksums' if official else 'NOT the official release'}; use task.root={target}")
+
+
+class EDMImageTask(ImageTask):
+    """Natural-image tasks trained as EDM does: DDPM++ (EDM's layout, sized by the preset) and the
+    non-leaking augmentation pipe with probability ``augment_p`` (0 disables it)."""
+
+    @property
+    def augment_p(self) -> float:
+        return float(self.cfg.get("augment_p") or 0.0)
+
+    def build_network(self, preset: Mapping[str, Any]) -> nn.Module:
+        channels = self.sample_shape[0]
+        return UNet(
+            img_resolution=int(self.cfg["resolution"]),
+            in_channels=channels,
+            out_channels=channels,
+            label_dim=self.num_classes,
+            augment_dim=AUGMENT_DIM if self.augment_p > 0 else 0,
+            **{**EDM_DDPMPP, **dict(preset)},
+        )
+
+    def augment(self, x0: Tensor, cond: Cond, generator: torch.Generator) -> tuple[Tensor, Cond]:
+        """EDM's augmentation of the clean batch; the 9 parameters join ``cond`` as ``augment_labels``."""
+        if self.augment_p <= 0:
+            return x0, cond
+        augmented, labels = AugmentPipe(self.augment_p)(x0, generator)
+        return augmented, {**cond, "augment_labels": labels.to(x0.dtype)}
+
+
+@TASKS.register("cifar10")
+class CIFAR10(EDMImageTask):
+    """CIFAR-10, unconditional, as continuous RGB in [−1, 1]."""
+
+    def load_images(self) -> Images:
+        return load_cifar10_images(self.cfg)
+
+    @classmethod
+    def example_data(cls, folder: Path, n: int) -> dict[str, Any]:
+        images, labels = standin_crops(n, 32, EXAMPLE_SEED)
+        write_cifar10(Path(folder) / CIFAR_TARBALL, images, labels)
+        return {"root": str(folder)}
+
+    @classmethod
+    def prepare(cls, source: str | None, dest: str) -> None:
+        prepare_cifar10(source, dest)
