@@ -154,7 +154,7 @@ def find_cifar10(root: str | os.PathLike) -> Path:
     or a folder holding either. Raises FileNotFoundError naming ``root`` and what was looked for."""
     root = Path(root).expanduser()
     if not root.exists():
-        raise FileNotFoundError(f"CIFAR-10 root {root} does not exist")
+        raise FileNotFoundError(f"{root} does not exist")
     if root.is_file():
         return root
     for candidate in (root, root / CIFAR_FOLDER):
