@@ -4,12 +4,19 @@
 directories, ``results/runs/<task>-<budget>-<comparison hash>/<sampler label>/seed<k>/``: every run of
 one comparison shares the directory of its comparison hash, and the comparison's config is written
 once to ``comparison.json`` there. A run whose record says done is skipped, so re-running a command
-resumes what is unfinished and does nothing more.
+resumes what is unfinished and does nothing more; a run that another live process trains (it holds the
+run's lease, ``suite.lease``) is skipped with a line naming that process, and the next run starts.
+
+Before anything runs (and for ``--dry-run``), :func:`check_runs` builds every planned run's loss weight,
+noise sampler, task and network and checks the budget's numbers, without loading data, and reports every
+invalid value at once.
 """
 
 from __future__ import annotations
 
+import json
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,11 +31,22 @@ from suite.config import (
     expand_sweeps,
     group_options,
     sampler_label,
+    sampler_params,
+    to_dict,
 )
+from suite.lease import RunBusy
 from suite.records import RunDirectory, read_json, write_json
-from suite.sampler import SAMPLERS
+from suite.sampler import SAMPLERS, build_sampler
+from suite.solvers import SOLVERS
 from suite.task import TASKS
 from suite.training import Interrupted, train
+from suite.weighting import build_weight
+
+# Budget numbers that must be positive (integers where marked), or at least zero.
+POSITIVE = ("kimg", "lr", "tick_kimg", "checkpoint_kimg", "ema_halflife_kimg")
+POSITIVE_INT = ("batch", "eval_points", "eval.samples", "eval.reference", "eval.batch_size")
+NON_NEGATIVE = ("lr_rampup_kimg", "grad_clip")
+PRECISIONS = ("fp32", "bf16")
 
 
 @dataclass
@@ -118,6 +136,80 @@ def check_comparisons(runs: list[PlannedRun]) -> None:
             )
 
 
+def _budget_problems(budget: DictConfig) -> Iterator[str]:
+    for key in (*POSITIVE, *POSITIVE_INT, *NON_NEGATIVE):
+        value = OmegaConf.select(budget, key)
+        integer = key in POSITIVE_INT
+        number = not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
+        if key in NON_NEGATIVE:
+            ok, rule = number and value >= 0, "a number >= 0"
+        elif integer:
+            ok, rule = number and value >= 1, "an integer >= 1"
+        else:
+            ok, rule = number and value > 0, "a positive number"
+        if not ok:
+            yield f"budget.{key}={value!r}: must be {rule}"
+    for key in ("tick_kimg", "checkpoint_kimg"):
+        value = OmegaConf.select(budget, key)
+        if isinstance(value, (int, float)) and 0 < value < 0.001:
+            yield f"budget.{key}={value!r}: must be at least 0.001 (one example)"
+    if budget.get("precision") not in PRECISIONS:
+        yield f"budget.precision={budget.get('precision')!r}: valid: {', '.join(PRECISIONS)}"
+
+
+def run_problems(cfg: DictConfig, networks: set[str] | None = None) -> list[str]:
+    """Every invalid value of one run's config, found by building its loss weight, noise sampler, task and
+    network (each network preset once per ``networks`` set) and checking the budget; no data are read."""
+    problems = list(_budget_problems(cfg.budget))
+    weight = None
+    try:
+        weight = build_weight(cfg.task.loss_weight, float(cfg.task.sigma_data))
+    except (ValueError, TypeError, KeyError) as err:
+        problems.append(
+            f"task.loss_weight={cfg.task.loss_weight!r}, task.sigma_data={cfg.task.sigma_data!r}: {err}"
+        )
+    try:
+        sampler_range = float(cfg.task.sigma_min), float(cfg.task.sigma_max)
+        build_sampler(cfg.sampler.name, *sampler_range, weight, **sampler_params(cfg))
+    except (ValueError, TypeError, KeyError) as err:
+        problems.append(f"sampler {cfg.sampler.name}: {err}")
+    if cfg.task.solver not in SOLVERS:
+        problems.append(f"task.solver={cfg.task.solver!r}: valid solvers: {', '.join(SOLVERS)}")
+    steps = cfg.task.solver_steps
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        problems.append(f"task.solver_steps={steps!r}: must be an integer >= 1")
+    try:
+        task = TASKS.get(cfg.task.name)(cfg.task)
+        preset = task.network_preset(str(cfg.budget.size))
+        key = json.dumps([to_dict(cfg)["task"], str(cfg.budget.size)], sort_keys=True, default=str)
+        if networks is None or key not in networks:
+            task.build_network(preset)
+            if networks is not None:
+                networks.add(key)
+    except Exception as err:  # a task or network constructor's own check, whatever it raises
+        problems.append(
+            f"task {cfg.task.name} (network preset {cfg.budget.size!r}): {type(err).__name__}: {err}"
+        )
+    return problems
+
+
+def check_runs(runs: list[PlannedRun]) -> None:
+    """Raise one ValueError naming every invalid value of the planned runs (and which runs have it)."""
+    found: dict[str, list[str]] = {}
+    networks: set[str] = set()
+    for run in runs:
+        for problem in run_problems(run.cfg, networks):
+            found.setdefault(problem, []).append(run.label)
+    if found:
+        lines = [
+            f"  {problem}  [{', '.join(labels) if len(labels) <= 3 else f'{len(labels)} runs'}]"
+            for problem, labels in found.items()
+        ]
+        raise ValueError(
+            f"{len(found)} invalid value(s) in the planned runs; nothing was run:\n" + "\n".join(lines)
+        )
+
+
 def describe(runs: list[PlannedRun]) -> str:
     """Human-readable plan: one line per run with its status and directory."""
     lines = [f"{len(runs)} run(s):"]
@@ -135,7 +227,11 @@ def run_one(cfg_dict: dict[str, Any], run_dir: str) -> dict[str, Any]:
         write_json(marker, comparison_config(cfg))
     if RunDirectory(folder).status() == "done":
         return RunDirectory(folder).info()
-    return train(cfg, folder)
+    try:
+        return train(cfg, folder)
+    except RunBusy as busy:
+        print(f"skipping: {busy}", flush=True)
+        return RunDirectory(folder).info()
 
 
 def run_local(runs: list[PlannedRun]) -> int:

@@ -1,0 +1,282 @@
+"""Fault injection: whatever happens to a run, re-running the command ends with the records of a run that
+nothing happened to.
+
+Each test damages a run of bfashion (InfoNoise, an adaptive sampler, so its state and density log must
+survive too) at a tiny smoke budget, then re-runs the same command once, and requires: status done; the
+evaluation rows, the stats rows (loss and learning rate included) and the sampler's density log equal to
+those of an uninterrupted run value for value (timings aside); no row twice; no temporary file, lease or
+break lock left; every checkpoint loadable with ``weights_only=True``. The damages: SIGKILL after a step
+chosen at random, SIGKILL while a checkpoint is half written (``SUITE_FAULT``, see ``suite.checkpoint``),
+SIGTERM, a second launch while the first trains, a truncated newest checkpoint, torn last JSONL lines,
+and a corrupted ``run.json``. A checkpoint holding a pickled object is refused, naming the file.
+"""
+
+import fractions
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from datagen import write_mnist_format
+
+from suite.checkpoint import list_checkpoints
+from suite.records import read_jsonl
+
+TESTS = Path(__file__).resolve().parent
+SAMPLER = "infonoise"
+BATCH = 32
+TOTAL_NIMG = 480  # 15 steps; ticks at 128, 224, 320, 416, 480; checkpoints at 160, 256 (evaluation), 320, 480
+BUDGET = [
+    "budget.kimg=0.48",
+    f"budget.batch={BATCH}",
+    "budget.tick_kimg=0.1",
+    "budget.checkpoint_kimg=0.16",
+    "budget.eval_points=2",
+    "budget.eval.samples=32",
+    "budget.eval.reference=64",
+    "budget.eval.batch_size=32",
+    "budget.lr_rampup_kimg=0.2",
+    "budget.adaptive.warmup_steps=4",
+    "budget.adaptive.refresh_every=4",
+    "task.metrics.fid.feature_extractor=rand-test",
+    "task.metrics.fid.batch_size=32",
+    "task.solver_steps=3",
+    "task.networks.smoke.model_channels=8",
+    "task.networks.smoke.channel_mult=[1,2]",
+]
+TIMING = ("eval_seconds", "wall_time", "sec_per_kimg")
+DEBRIS_SUFFIXES = (".tmp", ".link")
+
+
+def command(results: Path, data: Path) -> list[str]:
+    return [
+        sys.executable,
+        str(TESTS / "run_suite.py"),
+        "run",
+        "--task",
+        "bfashion",
+        "--sampler",
+        SAMPLER,
+        "--results",
+        str(results),
+        f"task.root={data}",
+        *BUDGET,
+    ]
+
+
+def environment(fault: str | None = None) -> dict[str, str]:
+    env = os.environ | {"PYTHONPATH": str(TESTS), "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    env.pop("SUITE_FAULT", None)
+    return env | ({"SUITE_FAULT": fault} if fault else {})
+
+
+def launch(results: Path, data: Path, fault: str | None = None) -> subprocess.Popen:
+    return subprocess.Popen(
+        command(results, data),
+        env=environment(fault),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def run(results: Path, data: Path, fault: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        command(results, data), env=environment(fault), capture_output=True, text=True, timeout=600
+    )
+
+
+def run_dir_of(results: Path) -> Path:
+    (found,) = results.glob(f"runs/*/{SAMPLER}/seed0")
+    return found
+
+
+def without_timing(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in row.items() if k not in TIMING} for row in rows]
+
+
+def outcome(results: Path) -> dict[str, list[dict]]:
+    folder = run_dir_of(results)
+    return {
+        name: without_timing(read_jsonl(folder / name))
+        for name in ("records.jsonl", "stats.jsonl", "sampler.jsonl")
+    }
+
+
+def assert_recovered(results: Path, reference: Path) -> None:
+    """The re-run ended as the uninterrupted run did, without duplicates or debris."""
+    folder = run_dir_of(results)
+    assert json.loads((folder / "run.json").read_text())["status"] == "done"
+    got, expected = outcome(results), outcome(reference)
+    for name in expected:
+        assert got[name] == expected[name], name
+    for name in ("stats.jsonl", "sampler.jsonl"):
+        lines = [line for line in (folder / name).read_text().splitlines() if line.strip()]
+        assert len(lines) == len({json.loads(line)["nimg"] for line in lines}), f"duplicate rows in {name}"
+    keys = [(r["nimg"], r["metric"], r["grid"]) for r in read_jsonl(folder / "records.jsonl")]
+    assert len(keys) == len(set(keys)), "duplicate evaluation rows"
+    debris = [
+        p for p in folder.rglob("*") if p.name.endswith(DEBRIS_SUFFIXES) or p.name.startswith("lease.json")
+    ]
+    assert debris == [], debris
+    for path in list_checkpoints(folder / "checkpoints"):
+        torch.load(path, weights_only=True)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    return write_mnist_format(tmp_path_factory.mktemp("fashion-idx"))
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, data) -> Path:
+    results = tmp_path_factory.mktemp("uninterrupted")
+    done = run(results, data)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = read_jsonl(run_dir_of(results) / "stats.jsonl")
+    assert [r["nimg"] for r in rows] == [128, 224, 320, 416, 480]  # the first step past each 100 examples
+    return results
+
+
+@pytest.fixture(scope="module")
+def killed(tmp_path_factory, data) -> tuple[Path, int]:
+    """A run SIGKILLed after a step chosen at random (between the second checkpoint and the end)."""
+    results = tmp_path_factory.mktemp("killed")
+    step = random.Random(os.getpid()).randrange(9, TOTAL_NIMG // BATCH)
+    nimg = step * BATCH
+    died = run(results, data, fault=f"step@{nimg}")
+    assert died.returncode == -signal.SIGKILL, died.stdout + died.stderr
+    return results, nimg
+
+
+def damaged_copy(killed: tuple[Path, int], tmp_path: Path) -> Path:
+    results = tmp_path / "results"
+    shutil.copytree(killed[0], results)
+    return results
+
+
+def test_sigkill_after_a_random_step_then_rerun_matches_the_uninterrupted_run(
+    killed, tmp_path, data, reference
+):
+    results = damaged_copy(killed, tmp_path)
+    folder = run_dir_of(results)
+    info = json.loads((folder / "run.json").read_text())
+    assert info["status"] == "running" and (folder / "lease.json").is_file()  # killed mid-run, lease left
+    assert max(r["nimg"] for r in read_jsonl(folder / "stats.jsonl")) <= killed[1] < TOTAL_NIMG
+    rerun = run(results, data)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "took over the stale lease" in rerun.stdout
+    assert_recovered(results, reference)
+
+
+def test_sigkill_while_a_checkpoint_is_written_then_rerun_matches(tmp_path, data, reference):
+    results = tmp_path / "results"
+    died = run(results, data, fault="checkpoint@320")
+    assert died.returncode == -signal.SIGKILL, died.stdout + died.stderr
+    checkpoints = run_dir_of(results) / "checkpoints"
+    (half_written,) = checkpoints.glob(".ckpt-000000000320.pt.*.tmp")
+    assert [p.name for p in list_checkpoints(checkpoints)][-1] == "ckpt-000000000256.pt"
+    rerun = run(results, data)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert f"removed {half_written}" in rerun.stdout
+    assert_recovered(results, reference)
+
+
+def test_sigterm_checkpoints_and_stops_then_rerun_matches(tmp_path, data, reference):
+    results = tmp_path / "results"
+    proc = launch(results, data)
+    deadline = time.time() + 300
+    while time.time() < deadline and not list(results.glob(f"runs/*/{SAMPLER}/seed0/stats.jsonl")):
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 130, out
+    folder = run_dir_of(results)
+    info = json.loads((folder / "run.json").read_text())
+    assert info["status"] == "interrupted" and not (folder / "lease.json").exists()
+    assert list_checkpoints(folder / "checkpoints")[-1].name == f"ckpt-{round(info['kimg'] * 1000):012d}.pt"
+    rerun = run(results, data)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert_recovered(results, reference)
+
+
+def test_second_launch_of_a_training_run_names_the_holder_and_exits_0(tmp_path, data, reference):
+    results = tmp_path / "results"
+    first = launch(results, data)
+    deadline = time.time() + 300
+    while time.time() < deadline and not list(results.glob(f"runs/*/{SAMPLER}/seed0/lease.json")):
+        time.sleep(0.02)
+    second = run(results, data)
+    first_out, _ = first.communicate(timeout=600)
+    assert first.returncode == 0 and second.returncode == 0, first_out + second.stdout + second.stderr
+    if "done already" not in second.stdout:  # it started while the first still trained
+        assert f"is being trained by {os.uname().nodename} pid {first.pid} since " in second.stdout
+        assert "kimg" not in second.stdout.replace("ETA", "")  # it printed no training progress
+    assert "kimg 0.5/0.5" in first_out
+    assert_recovered(results, reference)
+
+
+def test_truncated_newest_checkpoint_is_skipped_and_rerun_matches(killed, tmp_path, data, reference):
+    results = damaged_copy(killed, tmp_path)
+    newest = list_checkpoints(run_dir_of(results) / "checkpoints")[-1]
+    newest.write_bytes(newest.read_bytes()[: newest.stat().st_size // 3])
+    rerun = run(results, data)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert f"skipping unreadable checkpoint {newest}" in rerun.stdout
+    assert_recovered(results, reference)
+
+
+def test_torn_last_jsonl_lines_are_dropped_and_rerun_matches(killed, tmp_path, data, reference):
+    results = damaged_copy(killed, tmp_path)
+    folder = run_dir_of(results)
+    for name in ("stats.jsonl", "sampler.jsonl", "records.jsonl"):
+        with open(folder / name, "a") as handle:
+            handle.write('{"nimg": 99999, "kimg": 99.9, "loss": 1.')  # a kill mid-append
+    rerun = run(results, data)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert_recovered(results, reference)
+
+
+def test_corrupted_run_json_is_recorded_again_and_rerun_matches(killed, tmp_path, data, reference):
+    results = damaged_copy(killed, tmp_path)
+    (run_dir_of(results) / "run.json").write_text('{"status": "runn')
+    rerun = run(results, data)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "is not a JSON object" in rerun.stderr
+    assert_recovered(results, reference)
+
+
+def test_checkpoint_holding_a_pickled_object_is_refused_naming_the_file(killed, tmp_path, data):
+    results = damaged_copy(killed, tmp_path)
+    newest = list_checkpoints(run_dir_of(results) / "checkpoints")[-1]
+    state = torch.load(newest, weights_only=True)
+    torch.save(state | {"payload": fractions.Fraction(1, 3)}, newest)  # any pickled instance
+    rerun = run(results, data)
+    assert rerun.returncode != 0
+    assert f"refusing checkpoint {newest}" in rerun.stdout + rerun.stderr
+    assert "fractions.Fraction" in rerun.stdout + rerun.stderr
+
+
+def test_dry_run_reports_every_invalid_value_before_training(tmp_path, capsys):
+    from suite.cli import main
+
+    args = ["run", "--task", "bfashion", "--sampler", "edm", "--results", str(tmp_path), "--dry-run"]
+    bad = ["sampler.p_std=-1", "budget.tick_kimg=0", "budget.batch=0", "task.solver=rk4"]
+    assert main(args + bad) == 2
+    err = capsys.readouterr().err
+    assert "4 invalid value(s)" in err
+    for text in (
+        "p_std must be positive, got -1",
+        "budget.tick_kimg=0",
+        "budget.batch=0",
+        "task.solver='rk4'",
+    ):
+        assert text in err
+    assert not (tmp_path / "runs").exists()
