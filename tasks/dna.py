@@ -1,0 +1,192 @@
+"""DNA promoters (DDSM, Avdeyev et al. 2023, arXiv 2305.10699): 1024-bp windows centred on human TSSs, one-hot
+over A, C, G, T as [4, 1024] on the Gaussian path, conditioned on the CAGE signal of the TSS's strand.
+
+Data: ``task.root`` holds the windows prepared by ``suite data dna DEST`` from DDSM's Zenodo archive
+(``suite/dna.py`` describes the windows, the chromosome split — test chr8 and chr9, validation chr10 — and
+the files). Without a root and with ``task.allow_stand_in`` (the smoke budget sets it), an offline stand-in
+of real bacterial DNA with a synthetic signal is used and marked as such.
+
+Model space: x₀ ∈ {0, 1}^{4×L}, an unknown base (N) as 0.25 in all four channels, as selene encodes it;
+σ_data = ½, the root mean square of a one-hot entry over four bases. Generated samples decode by argmax over
+the channels; reference examples decode exactly (a uniform column is N). Conditioning: ``signal`` [N, 1, L],
+the CAGE track (≥ 0); the null condition of classifier-free guidance is a track of −1 (``suite.seqnet``).
+
+Metrics (``suite/metrics/sei.py``): Sei-FID against the reference split and DDSM's SP-MSE with the released
+Sei checkpoint (found under ``root`` after ``suite data dna``). ``offline_metrics`` swaps in the labelled
+``offline`` set (a Fréchet distance on a random-weight narrow Sei) when no checkpoint is at hand; ``auto``
+does so exactly when the data are the stand-in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from suite import dna
+from suite.metrics import METRICS, Metric
+from suite.seqnet import SeqNet
+from suite.task import TASKS, Batch, Cond, Split, Task, TaskData, content_fingerprint
+
+ENCODING = "one-hot A,C,G,T as [4, L] (N = 0.25 in each), decoded by argmax"
+CONDITIONING = "CAGE signal of the TSS strand, [N, 1, L]; null condition -1"
+SIGNAL_METRICS = ("sei-fid", "sp-mse")
+
+
+class WindowSplit(Split):
+    """Windows as base codes (uint8 [N, L]) and signal ([N, L]); a batch is one-hot [B, 4, L] and, when
+    conditioned, ``signal`` [B, 1, L] float32. Moved to a device once, one-hot encoded per batch there."""
+
+    def __init__(self, codes: np.ndarray, signal: np.ndarray | None) -> None:
+        self.codes = torch.from_numpy(np.ascontiguousarray(codes, dtype=np.uint8))
+        self.signal = None if signal is None else torch.from_numpy(np.ascontiguousarray(signal))
+        self._on: dict[torch.device, tuple[Tensor, Tensor | None]] = {}
+
+    def __len__(self) -> int:
+        return self.codes.shape[0]
+
+    def batch(self, indices: Tensor, device: torch.device) -> Batch:
+        device = torch.device(device)
+        if device not in self._on:
+            signal = None if self.signal is None else self.signal.to(device)
+            self._on[device] = (self.codes.to(device), signal)
+        codes, signal = self._on[device]
+        indices = indices.to(device)
+        cond: Cond = {} if signal is None else {"signal": signal[indices].to(torch.float32)[:, None]}
+        return Batch(dna.one_hot(codes[indices]), cond)
+
+
+@TASKS.register("dna")
+class DnaTask(Task):
+    """DDSM's promoter windows; see the module docstring."""
+
+    modality = "sequence"
+
+    @property
+    def seq_len(self) -> int:
+        return int(self.cfg.get("seq_len", dna.SEQ_LEN))
+
+    @property
+    def conditional(self) -> bool:
+        return bool(self.cfg.get("conditional", True))
+
+    @property
+    def sample_shape(self) -> tuple[int, ...]:
+        return (4, self.seq_len)
+
+    def _root(self) -> Path | None:
+        root = self.cfg.get("root")
+        return None if root is None else Path(str(root)).expanduser()
+
+    def _windows(self) -> tuple[dna.Windows, np.ndarray, dna.Windows, np.ndarray, str, bool, str]:
+        """(train windows, their indices, reference windows, their indices, variant, stand_in, source)."""
+        root = self._root()
+        split = str(self.cfg.get("reference_split", "test"))
+        if split not in ("test", "valid"):
+            raise ValueError(f"task.reference_split={split!r}; valid: test, valid")
+        if root is not None:
+            windows, manifest = dna.load_prepared(root)
+            if manifest["seq_len"] != self.seq_len:
+                raise ValueError(
+                    f"{root} holds {manifest['seq_len']}-bp windows; task.seq_len={self.seq_len}"
+                )
+            n_tsses = int(self.cfg.get("n_tsses", 100_000))
+            train = windows.split_indices("train", n_tsses)
+            reference = windows.split_indices(split, n_tsses)
+            rows = int(windows.row.max()) + 1 if len(windows) else 0
+            chroms = ", ".join(dna.TEST_CHROMS if split == "test" else dna.VALID_CHROMS)
+            variant = (
+                f"DDSM human promoters, first {min(n_tsses, rows)} FANTOM CAT TSSs: {len(train)} train and "
+                f"{len(reference)} {split} ({chroms}) windows of {self.seq_len} bp"
+            )
+            return windows, train, windows, reference, variant, rows < n_tsses, str(root)
+        if not self.cfg.get("allow_stand_in", False):
+            raise dna.missing_data_error(
+                "null", "no prepared promoter data configured (and task.allow_stand_in is false)"
+            )
+        n_train = int(self.cfg.get("stand_in_train", 4096))
+        n_reference = int(self.cfg.get("stand_in_reference", 512))
+        train_w, reference_w, source = dna.stand_in_windows(n_train, n_reference, self.seq_len)
+        variant = (
+            f"stand-in: {n_train} train / {n_reference} reference windows of {self.seq_len} bp of bacterial "
+            f"DNA (kaptive-example; held-out assembly {reference_w.chrom_names[0]}), synthetic CAGE track"
+        )
+        return (train_w, np.arange(n_train), reference_w, np.arange(n_reference), variant, True, source)
+
+    def load(self) -> TaskData:
+        train_w, train, reference_w, reference, variant, stand_in, source = self._windows()
+        if len(train) == 0 or len(reference) == 0:
+            raise ValueError(
+                f"{source}: {len(train)} train and {len(reference)} reference windows; need both"
+            )
+        parts = []
+        splits = []
+        for windows, index in ((train_w, train), (reference_w, reference)):
+            codes = np.asarray(windows.sequences[index])
+            signal = np.asarray(windows.signal[index]) if self.conditional else None
+            parts += [codes] if signal is None else [codes, signal]
+            splits.append(WindowSplit(codes, signal))
+        info = {
+            "sigma_data": float(self.cfg["sigma_data"]),
+            "encoding": ENCODING,
+            "conditioning": CONDITIONING if self.conditional else "none",
+            "reference_split": str(self.cfg.get("reference_split", "test")),
+            "seq_len": self.seq_len,
+        }
+        fingerprint = content_fingerprint(*parts)
+        return TaskData(splits[0], splits[1], variant, stand_in, fingerprint, source, info)
+
+    def build_network(self, preset: Mapping[str, Any]) -> nn.Module:
+        return SeqNet(self.seq_len, signal_channels=1 if self.conditional else 0, **dict(preset))
+
+    def null_condition(self, cond: Cond) -> Cond:
+        """A track of −1: the network's presence flag is 0 and no signal enters."""
+        return {key: torch.full_like(value, -1.0) for key, value in cond.items()}
+
+    def decode(self, x: Tensor, model: nn.Module | None) -> list[str]:
+        return dna.argmax_bases(x)
+
+    def decode_reference(self, batch: Batch) -> list[str]:
+        return dna.bases_of_one_hot(batch.x0)
+
+    def _offline_metrics(self) -> bool:
+        choice = self.cfg.get("offline_metrics", "auto")
+        if choice == "auto":
+            return self._root() is None
+        if isinstance(choice, bool):
+            return choice
+        raise ValueError(f"task.offline_metrics={choice!r}; valid: auto, true, false")
+
+    def metrics(self, device: torch.device, cache_dir: Path) -> list[Metric]:
+        """The ``metrics`` set (Sei files defaulting to ``root``), or the ``offline`` set (see the module)."""
+        key = "offline" if self._offline_metrics() else "metrics"
+        configured = self.cfg.get(key) or {}
+        if not configured:
+            raise ValueError(f"task {self.name!r} configures no {key}")
+        if not self.conditional and "sp-mse" in configured:
+            raise ValueError(
+                "sp-mse compares sequences generated for the same signal; it needs conditional: true"
+            )
+        built = []
+        for name, options in configured.items():
+            options = dict(options or {})
+            if name in SIGNAL_METRICS and self._root() is not None:
+                options.setdefault("root", str(self._root()))
+            built.append(METRICS.get(name)(options, device, cache_dir))
+        return built
+
+    @classmethod
+    def example_data(cls, folder: Path, n: int) -> dict[str, Any]:
+        """n TSS windows in DDSM's raw formats, prepared as ``suite data`` would; no Sei checkpoint, so the
+        offline metrics."""
+        raw = dna.write_example_raw(Path(folder) / "raw", n)
+        dna.prepare(str(raw), Path(folder) / "prepared")
+        return {"root": str(Path(folder) / "prepared"), "n_tsses": n, "offline_metrics": True}
+
+    @classmethod
+    def prepare(cls, source: str | None, dest: str) -> None:
+        dna.prepare(source, dest)
