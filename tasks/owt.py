@@ -289,13 +289,11 @@ class OpenWebText(Task):
 
     # -- network and objective ---------------------------------------------------------------------
     def build_network(self, preset: Mapping[str, Any]) -> nn.Module:
-        if self._vocabulary is None:
-            raise RuntimeError(
-                "the text task builds its network after load() (the vocabulary comes from the data)"
-            )
+        """The transformer for the loaded vocabulary. The vocabulary comes from the data, so before
+        ``load()`` (the run planner's check of the presets, which reads no data) it has one token."""
         seq_len, prefix_len = int(preset["seq_len"]), int(preset["prefix_len"])
         return TextTransformer(
-            vocab_size=self._vocabulary.size,
+            vocab_size=1 if self._vocabulary is None else self._vocabulary.size,
             seq_len=seq_len - prefix_len,
             prefix_len=prefix_len,
             embed_dim=int(preset["embed_dim"]),

