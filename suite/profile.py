@@ -53,6 +53,8 @@ from torch import Tensor
 from suite.information import PosteriorDiagnostics, empirical_prior_mmse, point_set_mmse
 
 BAND = (0.1, 0.9)
+MAX_ELEMENTS = 50_000_000
+MAX_GRAM = 4096
 
 
 @dataclass(frozen=True)
@@ -169,7 +171,8 @@ ProfileFn = Callable[[dict[str, Any], np.ndarray], PosthocProfile]
 def posthoc_profile(
     x: Tensor, sigma: np.ndarray, n_queries: int = 256, generator: torch.Generator | None = None
 ) -> PosthocProfile:
-    """``empirical_prior_mmse`` of the examples ``x`` ([N, …], flattened) with its diagnostics and d_NN."""
+    """``empirical_prior_mmse`` of the examples ``x`` ([N, …], flattened) with its diagnostics and d_NN, the
+    median distance of a distinct example to its nearest distinct neighbour (0 with one distinct example)."""
     x = x.reshape(x.shape[0], -1).to(torch.float64)
     mmse, diagnostics = empirical_prior_mmse(
         torch.as_tensor(sigma, dtype=torch.float64),
@@ -178,12 +181,14 @@ def posthoc_profile(
         generator=generator,
         return_diagnostics=True,
     )
-    dist = torch.cdist(x, x)
+    distinct = torch.unique(x, dim=0)
+    dist = torch.cdist(distinct, distinct)
     dist.fill_diagonal_(math.inf)
+    nn_distance = float(dist.min(1).values.median()) if distinct.shape[0] > 1 else 0.0
     return PosthocProfile(
         np.asarray(sigma, dtype=float),
         mmse.numpy(),
-        float(dist.min(1).values.median()),
+        nn_distance,
         x.shape[0],
         x.shape[1],
         diagnostics,
@@ -285,7 +290,7 @@ class ProfileReport:
             f"memorisation scale d_NN/√(2 ln N) = {e.memorisation_sigma:.4g} (d_NN = {e.nn_distance:.4g},"
             f" N = {e.n_points}, D = {e.dim})"
         )
-        if e.diagnostics is not None:
+        if e.diagnostics is not None and e.memorisation_sigma > 0:
             at = int(np.argmin(np.abs(np.log(e.sigma / e.memorisation_sigma))))
             weight, count = float(e.diagnostics.max_weight[at]), float(e.diagnostics.effective_count[at])
             out.append(
@@ -310,30 +315,40 @@ class ProfileReport:
         return table
 
 
-def profile_report(x: Tensor, sigma: np.ndarray, settings: ProfileSettings, seed: int = 0) -> ProfileReport:
-    """All curves of the examples ``x`` ([N, …] model-space x₀; at most ``settings.max_rows`` rows are used
-    for the exact curve and the bounds, ``settings.n_points`` for the empirical prior)."""
+def profile_report(
+    x: Tensor, sigma: np.ndarray, settings: ProfileSettings, total: int | None = None, seed: int = 0
+) -> ProfileReport:
+    """All curves of the examples ``x`` ([N, …] model-space x₀), a random subset of ``total`` examples when
+    given (the exact profile needs them all). At most ``settings.max_rows`` rows enter the exact curve and
+    the bounds, and the linear bound's Gram matrix is at most ``MAX_GRAM`` on a side."""
     gen = torch.Generator().manual_seed(seed)
+    total = x.shape[0] if total is None else total
     notes = []
+    rows = x
     if x.shape[0] > settings.max_rows:
-        notes.append(f"exact curve and bounds from {settings.max_rows} random examples of {x.shape[0]}")
         rows = x[torch.randperm(x.shape[0], generator=gen)[: settings.max_rows]]
-    else:
-        rows = x
+    if rows.shape[0] < total:
+        notes.append(f"bounds from {rows.shape[0]} random examples of {total}")
     pick = torch.randperm(x.shape[0], generator=gen)[: settings.n_points]
     empirical = posthoc_profile(x[pick], sigma, settings.n_queries, gen)
     curves = [empirical.curve()]
-    exact = exact_point_set(rows, sigma, settings.max_points, settings.n_mc, gen) if rows is x else None
+    exact = None
+    if rows.shape[0] < total:
+        notes.append("no exact profile: it needs every example of the training split (more than max_rows)")
+    else:
+        exact = exact_point_set(rows, sigma, settings.max_points, settings.n_mc, gen)
+        if exact is None:
+            notes.append(
+                f"no exact profile: the examples are more than {settings.max_points} distinct points (the "
+                "empirical prior is the paper's post hoc diagnostic instead)"
+            )
     if exact is not None:
         curves.insert(0, exact)
-    elif rows is x:
-        notes.append(
-            f"no exact profile: the examples are more than {settings.max_points} distinct points (the "
-            "empirical prior is the paper's post hoc diagnostic instead)"
-        )
-    else:
-        notes.append("no exact profile: it needs the whole training split (more examples than max_rows)")
-    curves.append(linear_bound(rows, sigma))
+    flat = rows.reshape(rows.shape[0], -1)
+    if min(flat.shape) > MAX_GRAM:
+        notes.append(f"linear bound from the covariance of {MAX_GRAM} of those examples")
+        flat = flat[:MAX_GRAM]
+    curves.append(linear_bound(flat, sigma))
     coordinate = coordinate_bound(rows, sigma, settings.max_levels)
     if coordinate is not None:
         curves.append(coordinate)
@@ -341,8 +356,12 @@ def profile_report(x: Tensor, sigma: np.ndarray, settings: ProfileSettings, seed
 
 
 # -- tasks -------------------------------------------------------------------------------------------
-def task_examples(task_cfg: Mapping[str, Any]) -> tuple[Tensor, str]:
-    """The model-space x₀ of a task's training split ([N, D] float64, CPU) and the data variant loaded.
+def task_examples(
+    task_cfg: Mapping[str, Any], max_rows: int | None = None, seed: int = 0
+) -> tuple[Tensor, str, int]:
+    """Model-space x₀ of a task's training split, flattened ([n, D], CPU), the data variant loaded and the
+    split's size N; n = N, or ``max_rows`` random examples (fewer when D is so large that ``MAX_ELEMENTS``
+    would be exceeded) when given and smaller.
 
     Raises ProfileNotApplicable for a task whose objective encodes its examples (a learned embedding).
     """
@@ -363,8 +382,15 @@ def task_examples(task_cfg: Mapping[str, Any]) -> tuple[Tensor, str]:
             "during a run (the 'profile' rows of sampler.jsonl)."
         )
     data = task.load()
-    batch = data.train.batch(torch.arange(len(data.train)), torch.device("cpu"))
-    return batch.x0.reshape(len(data.train), -1).to(torch.float64), data.variant
+    n = len(data.train)
+    first = data.train.batch(torch.zeros(1, dtype=torch.long), torch.device("cpu")).x0
+    cap = max(1, MAX_ELEMENTS // max(1, first[0].numel()))
+    cap = cap if max_rows is None else min(cap, max_rows)
+    index = torch.arange(n)
+    if n > cap:
+        index = torch.randperm(n, generator=torch.Generator().manual_seed(seed))[:cap].sort().values
+    x0 = data.train.batch(index, torch.device("cpu")).x0
+    return x0.reshape(len(index), -1), data.variant, n
 
 
 def empirical_profile(
@@ -372,10 +398,8 @@ def empirical_profile(
 ) -> PosthocProfile:
     """Post hoc profile of a task's training data: ``empirical_prior_mmse`` of ``n_points`` random examples
     (the default ``ProfileFn`` of the figures)."""
-    x, _ = task_examples(task_cfg)
-    gen = torch.Generator().manual_seed(seed)
-    pick = torch.randperm(x.shape[0], generator=gen)[:n_points]
-    return posthoc_profile(x[pick], sigma, n_queries, gen)
+    x, _, _ = task_examples(task_cfg, max_rows=n_points, seed=seed)
+    return posthoc_profile(x, sigma, n_queries, torch.Generator().manual_seed(seed))
 
 
 def plot_profile(report: ProfileReport, task_cfg: Mapping[str, Any], title: str, path: Path) -> list[Path]:
@@ -419,13 +443,14 @@ def plot_profile(report: ProfileReport, task_cfg: Mapping[str, Any], title: str,
         )
     e = report.empirical
     for a in (ax, ax_m, ax_d):
-        a.axvline(
-            e.memorisation_sigma,
-            color="0.3",
-            lw=1,
-            linestyle=(0, (4, 2)),
-            label="memorisation scale d_NN/√(2 ln N)",
-        )
+        if e.memorisation_sigma > 0:
+            a.axvline(
+                e.memorisation_sigma,
+                color="0.3",
+                lw=1,
+                linestyle=(0, (4, 2)),
+                label="memorisation scale d_NN/√(2 ln N)",
+            )
         _sigma_axis(a, (lo, hi))
     ax.set_ylabel("density per unit ln σ")
     ax.set_ylim(bottom=0)
@@ -467,14 +492,14 @@ def main(args: argparse.Namespace) -> int:
     settings = SETTINGS[size]
     task_cfg = cfg["task"]
     try:
-        x, variant = task_examples(task_cfg)
+        x, variant, total = task_examples(task_cfg, max_rows=settings.max_rows)
     except ProfileNotApplicable as err:
         print(f"suite profile does not apply to task {args.task!r}: {err}")
         return 1
     sigma = np.geomspace(float(task_cfg["sigma_min"]), float(task_cfg["sigma_max"]), settings.n_sigma)
-    report = profile_report(x, sigma, settings)
+    report = profile_report(x, sigma, settings, total)
     print(
-        f"{args.task} ({variant}): {x.shape[0]} examples of dimension {x.shape[1]}, {settings.n_sigma} σ "
+        f"{args.task} ({variant}): {total} examples of dimension {x.shape[1]}, {settings.n_sigma} σ "
         f"values on [{sigma[0]:g}, {sigma[-1]:g}] (grid step {math.log(sigma[1] / sigma[0]):.3f} in ln σ)"
     )
     for line in report.lines():

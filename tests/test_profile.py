@@ -149,9 +149,18 @@ def test_task_examples_flatten_the_training_split(monkeypatch):
             return TaskData(split, split, "tiny", True, "0", "memory")
 
     monkeypatch.setattr(TASKS, "get", lambda name: Tiny)
-    x, variant = task_examples({"name": "tiny"})
-    assert x.shape == (3, 8) and x.dtype == torch.float64 and variant == "tiny"
-    assert torch.equal(x[1], torch.arange(8.0, 16.0, dtype=torch.float64))
+    x, variant, total = task_examples({"name": "tiny"})
+    assert x.shape == (3, 8) and total == 3 and variant == "tiny"
+    assert torch.equal(x[1], torch.arange(8.0, 16.0))
+    subset, _, total = task_examples({"name": "tiny"}, max_rows=2)
+    assert subset.shape == (2, 8) and total == 3
+
+
+def test_a_subset_never_claims_the_exact_profile():
+    x = torch.tensor([[-1.0], [1.0]]).repeat(10, 1)
+    report = profile_report(x, SIGMA, SETTINGS["smoke"], total=100)
+    assert report.headline.key == "empirical"
+    assert any("needs every example" in note for note in report.notes)
 
 
 def test_profile_command_on_bfashion(tmp_path: Path, capsys):
