@@ -297,6 +297,11 @@ class ProfileReport:
                 f"  at σ = {e.sigma[at]:.4g}: max posterior weight {weight:.3f}, "
                 f"effective count {count:.1f} of {e.n_points}"
             )
+        if self.headline.key == "empirical" and 0 < self.headline.band()[0] < 2 * e.memorisation_sigma:
+            out.append(
+                "note: the empirical profile's band starts within 2× of the memorisation scale, so it shows "
+                f"the {e.n_points} examples more than the data distribution; budgets short and paper use more"
+            )
         out += [f"note: {n}" for n in self.notes]
         return out
 
