@@ -114,7 +114,7 @@ class TextTransformer(nn.Module):
             embed_dim,
         )
         self.sigma_data = float(sigma_data)
-        emb_channels = 4 * width
+        emb_channels = width
         self.embedding = nn.Parameter(torch.randn(vocab_size, embed_dim))
         self.map_noise = PositionalEmbedding(width)
         self.map_emb = nn.Sequential(

