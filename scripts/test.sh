@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The test command: install (idempotent), lint, bring up the local SLURM cluster, run every test,
+# The test command: install (idempotent), lint and format check, bring up the local SLURM cluster, run every test,
 # and always take the cluster down. Extra arguments go to pytest (e.g. -m "not slurm").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
 .venv/bin/ruff check .
+.venv/bin/ruff format --check .
 
 cluster_dir=${SLURM_LOCAL_DIR:-/tmp/infonoise-ci-slurm}
 if [ "$(id -u)" = 0 ] && [ "${SUITE_SKIP_SLURM:-0}" != 1 ]; then

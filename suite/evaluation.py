@@ -200,7 +200,8 @@ def rescore(
     """Re-score a finished run's saved snapshot(s) without the trainer (EDM2's pattern).
 
     Every snapshot is scored, or the one at ``kimg``; rows that the records do not hold yet are appended,
-    rows they hold are not written twice, and each new value is printed beside the recorded one.
+    rows they hold are not written twice, and each new value is printed beside the recorded one. A grid
+    built from the learned profile (InfoGrid) skips the snapshots taken before the sampler learned one.
     """
     from omegaconf import OmegaConf
 
@@ -240,6 +241,9 @@ def rescore(
         state.sampler.load_state_dict(snapshot["sampler"])
         learned = state.sampler.profile()
         profile = None if learned is None else (learned["u"].cpu(), learned["rho"].cpu())
+        if grid != "karras" and profile is None and kimg is None:
+            print(f"{folder.path} kimg {nimg / 1000:g}: no learned profile yet; grid {grid} skipped there")
+            continue
         importance = bool(state.sampler.hyperparameters().get("importance_correction", False))
         rows = evaluator.evaluate(state.ema, nimg, 0.0, importance, grid, steps, profile, only=metric)
         for row in rows:

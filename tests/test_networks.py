@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from suite.diffusion import EDMDenoiser
-from suite.networks import UNet, count_parameters
+from suite.networks import UNet
 from suite.objectives import GaussianX0Objective
 from suite.weighting import EDMWeight
 
@@ -63,11 +63,16 @@ def test_attention_resolution_must_occur():
 
 
 def test_attention_is_built_where_asked():
-    net = small_unet(28, attn=(7,))
+    net = small_unet(28, attn=(7,)).eval()
     attention_blocks = [m for m in net.modules() if type(m).__name__ == "SelfAttention"]
     # 2 encoder + 3 decoder blocks at 7×7, plus the middle block.
     assert len(attention_blocks) == 6
-    assert count_parameters(net) == sum(p.numel() for p in net.parameters())
+    seen = []
+    for block in attention_blocks:
+        block.register_forward_hook(lambda _m, args, _out: seen.append(tuple(args[0].shape[-2:])))
+    with torch.no_grad():
+        net(torch.randn(1, 1, 28, 28), torch.zeros(1))
+    assert seen == [(7, 7)] * 6  # every attention block runs on the 7×7 feature maps
 
 
 def test_bf16_autocast_and_channels_last_on_cpu():
