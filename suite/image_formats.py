@@ -105,6 +105,8 @@ def parse_cifar_batch(raw: bytes, where: str) -> tuple[np.ndarray, np.ndarray]:
         keys = sorted(batch) if isinstance(batch, dict) else type(batch).__name__
         raise ValueError(f"{where}: a CIFAR batch is a dict with b'data' and b'labels', got {keys}")
     data, labels = np.asarray(batch[b"data"]), np.asarray(batch[b"labels"])
+    if labels.size == 0:  # an empty list reads as float64
+        labels = labels.astype(np.int64)
     if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3 * 32 * 32:
         raise ValueError(f"{where}: b'data' must be uint8 [N, 3072], got {data.dtype} {data.shape}")
     if labels.shape != (data.shape[0],) or not np.issubdtype(labels.dtype, np.integer):

@@ -45,6 +45,12 @@ def test_cifar_tarball_round_trips_through_the_real_layout(tmp_path, cifar_array
     np.testing.assert_array_equal(read_labels, labels)
 
 
+def test_cifar_tarball_with_fewer_images_than_batches_reads_back(tmp_path):
+    images = random_images(3, 32)
+    path = fmt.write_cifar10(tmp_path / fmt.CIFAR_TARBALL, images, np.array([0, 1, 2]))
+    np.testing.assert_array_equal(fmt.read_cifar10(path)[0], images)
+
+
 def test_cifar_is_found_as_tarball_extracted_folder_or_their_parent(tmp_path, cifar_arrays):
     images, labels = cifar_arrays
     tarball = fmt.write_cifar10(tmp_path / "a" / fmt.CIFAR_TARBALL, images, labels)
