@@ -67,6 +67,8 @@ STANDIN_PHOTOS = (
 
 _PICKLE_ALLOWED = {
     ("_codecs", "encode"),
+    ("__builtin__", "bytes"),
+    ("builtins", "bytes"),
     ("numpy", "ndarray"),
     ("numpy", "dtype"),
     ("numpy.core.multiarray", "_reconstruct"),
