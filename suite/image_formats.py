@@ -84,6 +84,8 @@ class _BatchUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> object:
         if (module, name) not in _PICKLE_ALLOWED:
             raise pickle.UnpicklingError(f"global {module}.{name} is not allowed in a CIFAR batch")
+        if module == "__builtin__":  # Python 2's name, kept by protocol-2 pickles
+            module = "builtins"
         if module.startswith("numpy.core"):
             try:  # numpy ≥ 2 moved numpy.core to numpy._core
                 return getattr(importlib.import_module("numpy._core" + module[len("numpy.core") :]), name)
