@@ -29,6 +29,8 @@ from datagen import write_mnist_format
 from suite.checkpoint import list_checkpoints
 from suite.records import read_jsonl
 
+pytestmark = pytest.mark.slow  # about 3-5 minutes on 2 shared CPU cores: thirteen launches of the CLI
+
 TESTS = Path(__file__).resolve().parent
 SAMPLER = "infonoise"
 BATCH = 32
