@@ -16,6 +16,7 @@ InfoGrid uses the profile an InfoNoise run learned); the grid's name is part of 
 from __future__ import annotations
 
 import io
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -206,6 +207,7 @@ def rescore(
     from omegaconf import OmegaConf
 
     from suite.distributed import init_distributed
+    from suite.lease import Lease
     from suite.records import RunDirectory, append_jsonl
     from suite.state import TrainingState
     from suite.task import TASKS
@@ -257,11 +259,18 @@ def rescore(
                 row["wall_time"] = folder.info().get("wall_time", 0.0)
                 new_rows.append(row)
     if new_rows:
-        append_jsonl(folder.records, new_rows)
+        with Lease(folder.path):  # one writer per run folder: refused while a launch trains it
+            append_jsonl(folder.records, new_rows)
     return new_rows
 
 
 def main(args: Any) -> int:
     """``suite eval RUN_DIR [--metric M] [--kimg K] [--grid G] [--steps N]``."""
-    rescore(args.run_dir, args.metric, args.kimg, args.grid, args.steps, args.device)
+    from suite.lease import RunBusy
+
+    try:
+        rescore(args.run_dir, args.metric, args.kimg, args.grid, args.steps, args.device)
+    except RunBusy as busy:
+        print(f"error: {busy}", file=sys.stderr)
+        return 2
     return 0

@@ -1,6 +1,7 @@
 """The one reader of a results folder: run directories, their records, stats and sampler logs.
 
-A run directory is any folder under the results root that holds ``run.json`` or ``records.jsonl`` (the
+A run directory is any folder under the results root that holds ``run.json``, ``records.jsonl`` or a SLURM
+submission record ``slurm.json`` (the
 layout ``runs/<task>-<budget>-<comparison hash>/<sampler label>/seed<k>/`` of ``suite.runner``, also when
 copied under another folder such as ``gpu/``: the folders between the root and ``runs/`` are the run's
 *origin*). The table, the figures, the report and ``suite status`` all read through this module; the row
@@ -21,6 +22,7 @@ from omegaconf import OmegaConf
 
 from suite.records import EVALUATION_COLUMNS, RunDirectory, read_jsonl
 
+RUN_FILES = ("run.json", "records.jsonl", "slurm.json")
 RUN_COLUMNS = ("run_dir", "origin", "status", "sampler_name", "total_kimg")
 FLAG_COLUMNS = ("higher_is_better", "stand_in_data", "substitute_metric", "paper_metric")
 
@@ -92,7 +94,7 @@ def find_runs(results: str | Path) -> list[RunRecord]:
     root = Path(results)
     if not root.is_dir():
         return []
-    folders = {p.parent for name in ("run.json", "records.jsonl") for p in root.rglob(name)}
+    folders = {p.parent for name in RUN_FILES for p in root.rglob(name)}
     return [RunRecord(folder, origin_of(root, folder)) for folder in sorted(folders)]
 
 

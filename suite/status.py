@@ -1,7 +1,7 @@
 """``suite status``: the state of every run of a results folder, with SLURM's view of submitted runs.
 
-For each run directory ``<results>/runs/*/*/seed*`` it shows the task, budget, sampler, seed, the status from
-``run.json`` (pending when there is none) and the processed kimg. For runs submitted with
+For each run directory under ``<results>`` (found by ``suite.results``) it shows the task, budget, sampler,
+seed, the status from ``run.json`` (pending when there is none) and the processed kimg. For runs submitted with
 ``--launcher slurm`` (``slurm.json``) it adds the job id and its state from ``sacct`` (``unknown`` where
 there is no accounting). A run whose record says pending or running while its job has ended (an exception
 before the run could record it, out of memory, a kill, a node failure) is shown as failed. Failed runs show
@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from suite.lease import DEFAULT_TIMEOUT_S, Holder, read_holder
-from suite.records import RunDirectory
+from suite.results import find_runs
 from suite.slurm import read_submission, slurm_command
 
 # SLURM states of jobs that are over (the others are queued, running or on their way to run again).
@@ -116,16 +116,18 @@ def _short(text: str) -> str:
 
 
 def collect(results: str | Path) -> pd.DataFrame:
-    """One row per run directory under ``results``: identity, status, progress, job, SLURM state, error."""
-    run_dirs = sorted(p for p in Path(results).glob("runs/*/*/seed*") if p.is_dir())
-    infos = [(d, RunDirectory(d).info(), read_submission(d)) for d in run_dirs]
-    states = sacct_states(sub["array_job_id"] for _, _, sub in infos if sub.get("array_job_id"))
+    """One row per run directory under ``results``: identity, status, progress, job, SLURM state, holder
+    and error (runs found by ``suite.results``, GPU evidence and other origins included)."""
+    runs = find_runs(results)
+    submissions = {run.path: read_submission(run.path) for run in runs}
+    states = sacct_states(sub["array_job_id"] for sub in submissions.values() if sub.get("array_job_id"))
     rows: list[dict[str, Any]] = []
-    for run_dir, info, sub in infos:
-        task, budget = run_dir.parent.parent.name.rsplit("-", 2)[:2]
+    for run in runs:
+        info, sub = run.info, submissions[run.path]
+        task, budget = run.comparison.name.rsplit("-", 2)[:2]
         job = sub.get("job_id", "")
         slurm_state = "" if not job else "unknown" if states is None else states.get(job, "unknown")
-        holder = read_holder(run_dir)
+        holder = read_holder(run.path)
         live = holder is not None and not holder.stale(DEFAULT_TIMEOUT_S)
         status = effective_status(info.get("status", "pending"), slurm_state, live)
         error = ""
@@ -140,8 +142,8 @@ def collect(results: str | Path) -> pd.DataFrame:
             {
                 "task": info.get("task", task),
                 "budget": info.get("budget", budget),
-                "sampler": run_dir.parent.name,
-                "seed": int(run_dir.name.removeprefix("seed")),
+                "sampler": run.path.parent.name,
+                "seed": info.get("seed", run.path.name.removeprefix("seed")),
                 "status": status,
                 "kimg": info.get("kimg", 0.0),
                 "job": job or "-",
