@@ -27,7 +27,8 @@ the run stops on a signal, :func:`run_job` asks SLURM about the job:
 
 Either way the process exits with status 130 without writing a submitit result, so a submitit ``Job`` of a
 requeued run does not look finished. A requeued job re-executes the same pickled call; a run that is done
-by then returns at once.
+by then returns at once. On whatever node it lands, it takes over its own run lease (``suite.lease``: the same
+``SLURM_JOB_ID`` with a higher restart count), so a requeue never waits for the old lease to go stale.
 
 Plugins. Jobs start a new interpreter, which only knows the plugins that ``suite`` discovers itself. Set
 ``SUITE_PLUGINS`` to a comma list of module names to import in the job before the run (e.g. a test feature
