@@ -99,6 +99,27 @@ def test_edm_layout_puts_decoder_attention_in_the_last_block_and_projects_resamp
     assert count_parameters(default) != count_parameters(net)
 
 
+def test_edm_layout_runs_channels_last_under_bf16_autocast_with_all_conditioning():
+    torch.manual_seed(0)
+    net = UNet(
+        32,
+        3,
+        3,
+        model_channels=16,
+        channel_mult=(1, 2),
+        attn_resolutions=(16,),
+        label_dim=10,
+        augment_dim=9,
+        **EDM_DDPMPP,
+    ).to(memory_format=torch.channels_last)
+    x = torch.randn(2, 3, 32, 32).contiguous(memory_format=torch.channels_last)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = net(x, torch.randn(2), class_labels=torch.eye(10)[:2], augment_labels=torch.randn(2, 9))
+    assert out.shape == x.shape and torch.isfinite(out.float()).all()
+    out.float().square().sum().backward()
+    assert net.augment_embed.weight.grad.abs().sum() > 0 and net.label_embed.weight.grad.abs().sum() > 0
+
+
 @pytest.mark.parametrize("name", IMAGE_TASKS)
 def test_example_data_loads_through_the_real_reader(name, examples):
     task = make_task(name, examples[name])
