@@ -336,6 +336,13 @@ def _seed_curves(part: pd.DataFrame, sampler: str) -> dict[int, tuple[np.ndarray
     return curves
 
 
+def _same_row(frame: pd.DataFrame, line: pd.Series) -> pd.Series:
+    """Rows of ``frame`` in the comparison row of ``line``: same row label, budget and metric (unique per
+    comparison, and free of the missing values that make key-by-key equality fail)."""
+    keys = ["row", "budget", "metric"]
+    return (frame[keys] == line[keys]).all(axis=1)
+
+
 def paired_speedups(
     part: pd.DataFrame, target_sampler: str, sampler: str, higher_is_better: bool
 ) -> tuple[list[float], int]:
@@ -391,7 +398,7 @@ def time_to_target(
     rows = with_row_labels(finished(df, budget))
     curves = seed_mean_curves(rows)
     lines = []
-    for key, part in curves.groupby(ROW_KEYS, sort=False, dropna=False):
+    for _, part in curves.groupby(ROW_KEYS, sort=False, dropna=False):
         higher = bool(part["higher_is_better"].iloc[0])
         finals = part.groupby(["sampler", "sampler_name"])["value"].last().reset_index()
         fixed = finals[~finals["sampler_name"].map(is_adaptive)]
@@ -409,7 +416,7 @@ def time_to_target(
                 ),
             )
         reference = crossing[best["sampler"]][1]
-        seeds = rows[(rows[ROW_KEYS] == pd.Series(dict(zip(ROW_KEYS, key, strict=True)))).all(axis=1)]
+        seeds = rows[_same_row(rows, part.iloc[0])]
         keys = part.iloc[0][ROW_KEYS].to_dict()
         for sampler in sampler_order(list(crossing)):
             name, k = crossing[sampler]
@@ -482,10 +489,9 @@ def time_to_target_table(
     samplers = sampler_order(against_all["sampler"].tolist())
     name = f"target ({', '.join(targets)})"
     lines = []
-    for key, part_all in against_all.groupby(ROW_KEYS, sort=False, dropna=False):
+    for _, part_all in against_all.groupby(ROW_KEYS, sort=False, dropna=False):
         first = part_all.iloc[0]
-        mask = (against[ROW_KEYS] == pd.Series(dict(zip(ROW_KEYS, key, strict=True)))).all(axis=1)
-        part = against[mask] if not against.empty else against
+        part = against[_same_row(against, first)] if not against.empty else against
         line = {"task": first["row"], "budget": first["budget"], "metric": _metric_of(first)}
         if part.empty:
             line[name] = "–"

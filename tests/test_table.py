@@ -403,3 +403,34 @@ def test_main_budget_filter_and_empty(crossing: Path, tmp_path: Path, capsys):
     assert main(argparse.Namespace(results=str(crossing), budget="paper", format="md")) == 0
     assert "cifar10" not in capsys.readouterr().out
     assert main(argparse.Namespace(results=str(tmp_path / "nothing"), budget=None, format="md")) == 1
+
+
+def test_seed_pairs_stay_within_their_comparison_row(tmp_path: Path):
+    """The same task at two budgets: each row's pairs come from its own runs only."""
+    kimg = [10.0, 20.0, 40.0]
+    for budget, first in (("smoke", [35.0, 10.0, 5.0]), ("short", [8.0, 6.0, 5.0])):
+        for seed in range(2):
+            write_run(
+                tmp_path,
+                "bmnist",
+                "edm",
+                seed,
+                list(zip(kimg, [30.0, 20.0, 10.0], strict=True)),
+                budget=budget,
+                comparison=f"{budget}00000",
+            )
+            write_run(
+                tmp_path,
+                "bmnist",
+                "infonoise",
+                seed,
+                list(zip(kimg, first, strict=True)),
+                budget=budget,
+                comparison=f"{budget}00000",
+            )
+    lines = time_to_target(load_records(tmp_path)).set_index(["budget", "sampler"])
+    for budget in ("smoke", "short"):
+        line = lines.loc[(budget, "infonoise")]
+        assert line["pairs"] == 2 and line["pair_mean"] == pytest.approx(line["speedup"])
+    assert lines.loc[("smoke", "infonoise"), "speedup"] == pytest.approx(40.0 / 20.0)
+    assert lines.loc[("short", "infonoise"), "speedup"] == pytest.approx(40.0 / 10.0)
