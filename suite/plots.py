@@ -458,7 +458,7 @@ def plot_quality(rows: pd.DataFrame, title: str, base: Path) -> list[Path]:
 
     The horizontal line is the time-to-target target (the best final quality of the paper's fixed baselines,
     else of every fixed sampler; ``figure_target``) and the markers on it are where each seed-mean curve
-    first reaches it.
+    first reaches it; a dotted line marks the best final quality of every fixed sampler when it differs.
     """
     first = rows.iloc[0]
     styles = style_map(rows["sampler"].unique().tolist())
@@ -482,6 +482,15 @@ def plot_quality(rows: pd.DataFrame, title: str, base: Path) -> list[Path]:
             edgecolors="black",
             zorder=5,
             label="first reaches target",
+        )
+    every = time_to_target(rows, targets=None)
+    if not every.empty and not target.empty and every["target"].iloc[0] != target["target"].iloc[0]:
+        ax.axhline(
+            every["target"].iloc[0],
+            color="0.5",
+            lw=1,
+            linestyle=":",
+            label=f"target (all fixed): final {every['target_sampler'].iloc[0]} quality",
         )
     values = rows["value"]
     if (values > 0).all() and values.max() / values.min() > 10:
