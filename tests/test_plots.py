@@ -41,22 +41,53 @@ def infonoise_log() -> list[dict]:
     rows = []
     for i, k in enumerate([1.0, 3.0, 6.0]):
         rho = normal(CENTRES, -1.0 + 0.2 * i, 1.0)
-        rows.append({"nimg": int(k * 1000), "kimg": k, "u": U.tolist(),
-                     "density": normal(U, -1.0, 1.0).tolist(),
-                     "cdf_change": 0.1 / (i + 1), "gate_c": 0.15, "step": 10 * (i + 1),
-                     "profile": {"u": CENTRES.tolist(), "m_hat": (784 * np.exp(2 * CENTRES)).tolist(),
-                                 "rho": rho.tolist(), "pi": rho.tolist()}})
+        rows.append(
+            {
+                "nimg": int(k * 1000),
+                "kimg": k,
+                "u": U.tolist(),
+                "density": normal(U, -1.0, 1.0).tolist(),
+                "cdf_change": 0.1 / (i + 1),
+                "gate_c": 0.15,
+                "step": 10 * (i + 1),
+                "profile": {
+                    "u": CENTRES.tolist(),
+                    "m_hat": (784 * np.exp(2 * CENTRES)).tolist(),
+                    "rho": rho.tolist(),
+                    "pi": rho.tolist(),
+                },
+            }
+        )
     return rows
 
 
 def kg_log() -> list[dict]:
-    return [{"nimg": int(k * 1000), "kimg": k, "u": U.tolist(), "density": normal(U, 0.0, 2.0).tolist(),
-             "cdf_change": 0.2 / (i + 1), "step": 10 * (i + 1)} for i, k in enumerate([1.0, 3.0, 6.0])]
+    return [
+        {
+            "nimg": int(k * 1000),
+            "kimg": k,
+            "u": U.tolist(),
+            "density": normal(U, 0.0, 2.0).tolist(),
+            "cdf_change": 0.2 / (i + 1),
+            "step": 10 * (i + 1),
+        }
+        for i, k in enumerate([1.0, 3.0, 6.0])
+    ]
 
 
 def config(sampler: dict) -> dict:
-    return {"task": {"name": "fashion", "loss_weight": "edm", "sigma_data": 0.5, "sigma_min": 0.002,
-                     "sigma_max": 80.0}, "sampler": sampler, "budget": {"name": "smoke"}, "seed": 0}
+    return {
+        "task": {
+            "name": "fashion",
+            "loss_weight": "edm",
+            "sigma_data": 0.5,
+            "sigma_min": 0.002,
+            "sigma_max": 80.0,
+        },
+        "sampler": sampler,
+        "budget": {"name": "smoke"},
+        "seed": 0,
+    }
 
 
 def tiny_profile(task_cfg: dict, sigma: np.ndarray) -> PosthocProfile:
@@ -69,21 +100,50 @@ def tiny_profile(task_cfg: dict, sigma: np.ndarray) -> PosthocProfile:
 def results(tmp_path: Path) -> Path:
     edm_hyper = {"name": "edm", "p_mean": -1.2, "p_std": 1.2}
     for seed in range(2):
-        write_run(tmp_path, "fashion", "edm", seed, list(zip(KIMG, [30.0, 20.0, 10.0 + seed], strict=True)),
-                  config=config({"name": "edm", "p_mean": -1.2, "p_std": 1.2}), sampler_log=fixed_log(-1.2),
-                  hyper=edm_hyper)
-        write_run(tmp_path, "fashion", "edm[p_mean=0.0]", seed,
-                  list(zip(KIMG, [35.0, 25.0, 15.0], strict=True)),
-                  config=config({"name": "edm", "p_mean": 0.0, "p_std": 1.2}), sampler_log=fixed_log(0.0),
-                  hyper=edm_hyper | {"p_mean": 0.0})
-        write_run(tmp_path, "fashion", "infonoise", seed, list(zip(KIMG, [25.0, 14.0, 6.0], strict=True)),
-                  config=config({"name": "infonoise"}), sampler_log=infonoise_log(),
-                  hyper={"name": "infonoise"})
-        write_run(tmp_path, "fashion", "kg", seed, list(zip(KIMG, [28.0, 18.0, 9.0], strict=True)),
-                  config=config({"name": "kg"}), sampler_log=kg_log(),
-                  hyper={"name": "kg", "importance_correction": True,
-                         "base": {"name": "edm", "p_mean": -1.2, "p_std": 1.2, "sigma_min": 0.002,
-                                  "sigma_max": 80.0}})
+        write_run(
+            tmp_path,
+            "fashion",
+            "edm",
+            seed,
+            list(zip(KIMG, [30.0, 20.0, 10.0 + seed], strict=True)),
+            config=config({"name": "edm", "p_mean": -1.2, "p_std": 1.2}),
+            sampler_log=fixed_log(-1.2),
+            hyper=edm_hyper,
+        )
+        write_run(
+            tmp_path,
+            "fashion",
+            "edm[p_mean=0.0]",
+            seed,
+            list(zip(KIMG, [35.0, 25.0, 15.0], strict=True)),
+            config=config({"name": "edm", "p_mean": 0.0, "p_std": 1.2}),
+            sampler_log=fixed_log(0.0),
+            hyper=edm_hyper | {"p_mean": 0.0},
+        )
+        write_run(
+            tmp_path,
+            "fashion",
+            "infonoise",
+            seed,
+            list(zip(KIMG, [25.0, 14.0, 6.0], strict=True)),
+            config=config({"name": "infonoise"}),
+            sampler_log=infonoise_log(),
+            hyper={"name": "infonoise"},
+        )
+        write_run(
+            tmp_path,
+            "fashion",
+            "kg",
+            seed,
+            list(zip(KIMG, [28.0, 18.0, 9.0], strict=True)),
+            config=config({"name": "kg"}),
+            sampler_log=kg_log(),
+            hyper={
+                "name": "kg",
+                "importance_correction": True,
+                "base": {"name": "edm", "p_mean": -1.2, "p_std": 1.2, "sigma_min": 0.002, "sigma_max": 80.0},
+            },
+        )
     return tmp_path
 
 
@@ -200,8 +260,14 @@ def test_hydra_values():
 def test_reproduce_command_lists_only_differing_keys():
     from suite.config import compose_run, to_dict
 
-    cfg = to_dict(compose_run("bfashion", "edm", "smoke", ["sampler.p_mean=0.0", "budget.kimg=1.28", "seed=1",
-                                                             "results=/somewhere"]))
+    cfg = to_dict(
+        compose_run(
+            "bfashion",
+            "edm",
+            "smoke",
+            ["sampler.p_mean=0.0", "budget.kimg=1.28", "seed=1", "results=/somewhere"],
+        )
+    )
     assert sorted(config_overrides(cfg)) == ["budget.kimg=1.28", "sampler.p_mean=0.0"]
 
 
@@ -233,4 +299,5 @@ def test_reproduce_command_for_seeds(results: Path):
         run.cfg = to_dict(compose_run("fashion", "edm", "smoke"))
         assert OmegaConf.create(run.cfg)
     assert reproduce_command(runs, "results") == (
-        "suite run --task fashion --sampler edm --budget smoke --seeds 2 --results results")
+        "suite run --task fashion --sampler edm --budget smoke --seeds 2 --results results"
+    )
