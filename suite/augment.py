@@ -122,30 +122,43 @@ class AugmentPipe:
     def __repr__(self) -> str:
         return f"AugmentPipe(p={self.p})"
 
-    def __call__(self, images: Tensor, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+    def __call__(
+        self,
+        images: Tensor,
+        generator: torch.Generator | None = None,
+        rows: slice | None = None,
+        total: int | None = None,
+    ) -> tuple[Tensor, Tensor]:
+        """Augment ``images``; with ``total`` the parameters are drawn for a batch of ``total`` rows of
+        which ``images`` are ``rows`` (a rank's share), so every rank draws what one process would (the result
+        agrees to float round-off: the padding depends on the largest transform among the images given)."""
         if images.dim() != 4 or not images.is_floating_point():
             raise ValueError(f"expected float images [N, C, H, W], got {images.dtype} {tuple(images.shape)}")
         n, _, h, w = images.shape
         device = images.device
+        draws = n if total is None else int(total)
+        share = slice(None) if rows is None else rows
+        if len(range(draws)[share]) != n:
+            raise ValueError(f"rows {rows} of a batch of {draws} are not the {n} images given")
 
         def uniform(*shape: int) -> Tensor:
-            return torch.rand(shape, generator=generator, device=device)
+            return torch.rand((*shape, draws), generator=generator, device=device)[..., share]
 
         def normal(*shape: int) -> Tensor:
-            return torch.randn(shape, generator=generator, device=device)
+            return torch.randn((*shape, draws), generator=generator, device=device)[..., share]
 
         def drawn(name: str) -> Tensor:
-            return uniform(n) < self.probability[name]
+            return uniform() < self.probability[name]
 
         zero = torch.zeros(n, device=device)
-        flip_x = drawn("xflip") & (uniform(n) < 0.5)
-        flip_y = drawn("yflip") & (uniform(n) < 0.5)
-        z_scale = torch.where(drawn("scale"), normal(n), zero)
-        theta = torch.where(drawn("rotate"), (uniform(n) * 2 - 1) * math.pi, zero)
-        z_aniso = torch.where(drawn("aniso"), normal(n), zero)
-        r_aniso = torch.where(uniform(n) < self.aniso_rotate_prob, (uniform(n) * 2 - 1) * math.pi, zero)
+        flip_x = drawn("xflip") & (uniform() < 0.5)
+        flip_y = drawn("yflip") & (uniform() < 0.5)
+        z_scale = torch.where(drawn("scale"), normal(), zero)
+        theta = torch.where(drawn("rotate"), (uniform() * 2 - 1) * math.pi, zero)
+        z_aniso = torch.where(drawn("aniso"), normal(), zero)
+        r_aniso = torch.where(uniform() < self.aniso_rotate_prob, (uniform() * 2 - 1) * math.pi, zero)
         r_aniso = torch.where(z_aniso != 0, r_aniso, zero)
-        z_shift = torch.where(drawn("translate"), normal(2, n), torch.zeros(2, n, device=device))
+        z_shift = torch.where(drawn("translate"), normal(2), torch.zeros(2, n, device=device))
 
         out = torch.where(flip_x[:, None, None, None], images.flip(3), images)
         out = torch.where(flip_y[:, None, None, None], out.flip(2), out)
