@@ -24,8 +24,8 @@ Metrics.
 - ``sp-mse``: DDSM's promoter metric, mean over sequences of (h(generated) − h(real))², h = mean of Sei's
   predictions over the targets whose assay (second ``|`` field of ``target.sei.names``) is H3K4me3, the
   real sequence being the one whose CAGE signal conditioned the generated one (``EvalInputs.matched``).
-- ``random-feature-fd``: the same Fréchet distance on a narrow, randomly initialised Sei (fixed seed, no
-  checkpoint) — an offline plumbing check, never reported as Sei-FID.
+- ``random-feature-fd``: the same Fréchet distance on a narrow Sei with random He-normal weights (fixed
+  seed, no checkpoint) — an offline plumbing check, never reported as Sei-FID.
 """
 
 from __future__ import annotations
@@ -245,6 +245,20 @@ def promoter_targets(path: str | Path) -> np.ndarray:
     return mask
 
 
+def random_sei(widths: SeiWidths, seed: int) -> Sei:
+    """Sei with random weights from ``seed``: He-normal weights (std √(2/fan_in)) and zero biases, so that
+    activations keep their scale through the ReLU trunk and the features vary with the input (PyTorch's
+    default initialisation shrinks them layer by layer to a near-constant output)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        sei = Sei(widths)
+        for module in sei.modules():
+            if isinstance(module, (nn.Conv1d, nn.Linear)):
+                nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
+                nn.init.zeros_(module.bias)
+    return sei
+
+
 def _sequences_key(sequences: Sequence[str]) -> str:
     digest = hashlib.sha256()
     for s in sequences:
@@ -278,9 +292,7 @@ class SeiFeaturizer:
         if checkpoint is not None:
             sei = load_sei(checkpoint, trust_pickle)
         else:
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(seed)
-                sei = Sei(WIDTHS[width])
+            sei = random_sei(WIDTHS[width], seed)
         self.widths = sei.widths
         self.dim = {"spline": sei.widths.stage3 * SPLINE_DF, "predictions": sei.widths.targets}
         self.model = NonStrandSpecific(sei, mode="mean").to(device).eval()
