@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +26,14 @@ from suite.records import now, write_atomic
 from suite.table import (
     COMPARISON_CAPTION,
     NO_TARGET,
-    TARGET_CAPTION,
+    TARGET_BASELINES,
     comparison_table,
     load_published,
     load_records,
+    parse_targets,
     render,
     sampler_order,
+    target_caption,
     time_to_target_table,
     to_markdown,
 )
@@ -87,13 +90,25 @@ def reproduce_command(runs: list[Run], results: str) -> str:
     """The ``suite run`` command that made ``runs`` (one sampler label of one comparison, any seeds)."""
     cfg = runs[0].cfg
     seeds = max(r.seed for r in runs) + 1
-    parts = ["suite", "run", "--task", cfg["task"]["name"], "--sampler", cfg["sampler"]["name"],
-             "--budget", cfg["budget"]["name"], "--seeds", str(seeds), "--results", results]
+    parts = [
+        "suite",
+        "run",
+        "--task",
+        cfg["task"]["name"],
+        "--sampler",
+        cfg["sampler"]["name"],
+        "--budget",
+        cfg["budget"]["name"],
+        "--seeds",
+        str(seeds),
+        "--results",
+        results,
+    ]
     return shlex.join(parts + config_overrides(cfg))
 
 
 def _records_cell(rows: pd.DataFrame) -> str:
-    """"kimg: value" of every evaluation of one run."""
+    """ "kimg: value" of every evaluation of one run."""
     if rows.empty:
         return "no records"
     return ", ".join(f"{k:g}: {v:.4g}" for k, v in zip(rows["kimg"], rows["value"], strict=True))
@@ -101,21 +116,28 @@ def _records_cell(rows: pd.DataFrame) -> str:
 
 def _provenance(runs: list[Run]) -> str:
     """Code version, devices, torch version and data of a comparison's runs."""
+
     def values(key: str) -> str:
         found = sorted({str(r.info.get(key)) for r in runs if r.info.get(key) is not None})
         return ", ".join(found) or "unknown"
 
     torch = sorted({str(r.info.get("packages", {}).get("torch")) for r in runs if r.info.get("packages")})
     stand_in = " (stand-in)" if any(r.info.get("stand_in_data") for r in runs) else ""
-    return (f"git {values('git_sha')} · device {values('device')} · torch {', '.join(torch) or 'unknown'} · "
-            f"data: {values('data')}{stand_in}")
+    return (
+        f"git {values('git_sha')} · device {values('device')} · torch {', '.join(torch) or 'unknown'} · "
+        f"data: {values('data')}{stand_in}"
+    )
 
 
 def records_section(results: Path, records: pd.DataFrame) -> list[str]:
     """Per comparison: provenance, every run with its records, and the command per sampler label."""
-    lines = ["## Records and the commands that reproduce them", "",
-             "Each command re-creates the runs of one sampler (seeds 0…N−1; seed k is the folder `seed<k>`). "
-             "Overrides are the keys where the run's `config.yaml` differs from the default config.", ""]
+    lines = [
+        "## Records and the commands that reproduce them",
+        "",
+        "Each command re-creates the runs of one sampler (seeds 0…N−1; seed k is the folder `seed<k>`). "
+        "Overrides are the keys where the run's `config.yaml` differs from the default config.",
+        "",
+    ]
     for folder, runs in discover_runs(results).items():
         origin = [p for p in folder.relative_to(results).parts[:-1] if p != "runs"]
         target = str(results.joinpath(*origin))
@@ -125,9 +147,16 @@ def records_section(results: Path, records: pd.DataFrame) -> list[str]:
         for run in sorted(runs, key=lambda r: (order.index(r.label), r.seed)):
             rows = records[records["run_dir"] == str(run.path)].sort_values("kimg")
             metric = ", ".join(sorted(set(rows["metric"]))) or "–"
-            table.append({"sampler": run.label, "seed": run.seed, "status": run.info.get("status", "unknown"),
-                          "metric": metric, "records (kimg: value)": _records_cell(rows),
-                          "run directory": str(run.path.relative_to(results))})
+            table.append(
+                {
+                    "sampler": run.label,
+                    "seed": run.seed,
+                    "status": run.info.get("status", "unknown"),
+                    "metric": metric,
+                    "records (kimg: value)": _records_cell(rows),
+                    "run directory": str(run.path.relative_to(results)),
+                }
+            )
         lines += [to_markdown(pd.DataFrame(table)), "", "```bash"]
         for label in order:
             group = [r for r in runs if r.label == label]
@@ -140,21 +169,36 @@ def records_section(results: Path, records: pd.DataFrame) -> list[str]:
     return lines
 
 
-def write_report(results: str | Path, budget: str | None = None, profile_fn: ProfileFn | None = None) -> Path:
-    """Write ``<results>/REPORT.md`` (and the figures it links); returns its path."""
+def write_report(
+    results: str | Path,
+    budget: str | None = None,
+    profile_fn: ProfileFn | None = None,
+    targets: Sequence[str] = TARGET_BASELINES,
+) -> Path:
+    """Write ``<results>/REPORT.md`` (and the figures it links); returns its path. ``targets`` are the sampler
+    labels whose best final quality is the first time-to-target target (the paper's fixed baselines)."""
     results = Path(results)
     records = load_records(results)
     published = load_published(results)
     figures = [p for p in write_figures(results, profile_fn) if p.suffix == ".png"]
     n_runs = records["run_dir"].nunique()
-    lines = ["# InfoNoise benchmark report", "",
-             f"Written {now()} by `suite report --results {results}` from {n_runs} runs "
-             f"({len(records)} evaluation rows). Rows from stand-in data or substitute metrics are labelled "
-             "and never averaged with real ones; runs of different comparison hashes are separate rows; only "
-             "finished runs enter the tables.", "", "## Tables", "",
-             render(comparison_table(records, budget, published), "md", COMPARISON_CAPTION), "",
-             render(time_to_target_table(records, budget), "md", TARGET_CAPTION, NO_TARGET), "",
-             "## Figures", ""]
+    lines = [
+        "# InfoNoise benchmark report",
+        "",
+        f"Written {now()} by `suite report --results {results}` from {n_runs} runs "
+        f"({len(records)} evaluation rows). Rows from stand-in data or substitute metrics are labelled "
+        "and never averaged with real ones; runs of different comparison hashes are separate rows; only "
+        "finished runs enter the tables.",
+        "",
+        "## Tables",
+        "",
+        render(comparison_table(records, budget, published), "md", COMPARISON_CAPTION),
+        "",
+        render(time_to_target_table(records, budget, targets), "md", target_caption(targets), NO_TARGET),
+        "",
+        "## Figures",
+        "",
+    ]
     for stem in sorted(figure_stem(results, folder) for folder in discover_runs(results)):
         mine = sorted(p for p in figures if p.stem.startswith(f"{stem}_"))
         if mine:
@@ -162,7 +206,7 @@ def write_report(results: str | Path, budget: str | None = None, profile_fn: Pro
         for path in mine:
             png = path.relative_to(results).as_posix()
             pdf = path.with_suffix(".pdf").relative_to(results).as_posix()
-            kind = path.stem[len(stem) + 1:]
+            kind = path.stem[len(stem) + 1 :]
             lines += [f"![{kind}]({png})", "", f"{kind}: [PNG]({png}) · [PDF]({pdf})", ""]
     lines += records_section(results, records)
     out = results / "REPORT.md"
@@ -172,6 +216,7 @@ def write_report(results: str | Path, budget: str | None = None, profile_fn: Pro
 
 def main(args: argparse.Namespace) -> int:
     """``suite report``: write ``<results>/REPORT.md``."""
-    out = write_report(args.results, getattr(args, "budget", None))
+    targets = parse_targets(getattr(args, "target_samplers", None))
+    out = write_report(args.results, getattr(args, "budget", None), targets=targets)
     print(f"wrote {out}")
     return 0

@@ -591,9 +591,6 @@ def target_caption(targets: Sequence[str] = TARGET_BASELINES) -> str:
     )
 
 
-TARGET_CAPTION = target_caption()
-
-
 def render(table: pd.DataFrame, fmt: str, caption: str, empty: str = NO_ROWS) -> str:
     """``table`` as Markdown (with a heading), LaTeX or CSV; ``empty`` says why a table has no rows."""
     if table.empty:
