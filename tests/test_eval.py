@@ -68,6 +68,10 @@ def test_eval_on_the_infogrid_writes_labelled_rows_beside_the_karras_rows_once(r
     # snapshot has none and is skipped on the InfoGrid.
     assert karras == [(0.192, 7), (0.384, 7)] and infogrid == [(0.384, 5)]
     assert "kimg 0.192: no learned profile yet" in out.stdout
+    out = suite("eval", str(run_dir), "--grid", "infogrid-rescaled", "--steps", "3", "--kimg", "0.384")
+    assert out.returncode == 0, out.stderr
+    rescaled = [r for r in read_jsonl(run_dir / "records.jsonl") if r["grid"] == "infogrid-rescaled"]
+    assert [(r["kimg"], r["nfe"]) for r in rescaled] == [(0.384, 5)]
 
 
 def test_eval_names_the_valid_choices_for_a_bad_point_metric_or_grid(run_dir):
