@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from suite.metrics import Metric
 from suite.objectives import Objective
 from suite.task import TASKS, Batch, Split, Task, TaskData, content_fingerprint
 from suite.text import (
@@ -281,6 +282,7 @@ class OpenWebText(Task):
             "tokenizer": MINILM_TOKENIZER,
             "validation_docs": max(1, n // 4),
             "cache_dir": str(folder / "token-cache"),
+            "allow_standin": True,
         }
 
     @classmethod
@@ -326,20 +328,24 @@ class OpenWebText(Task):
                 _text_net(model).nearest_tokens(x.to(next(model.parameters()).device))
             )
 
-    def metrics(self, device: torch.device, cache_dir: Path) -> list:
-        """The configured metrics; with ``allow_standin``, ``standin_metrics`` where a configured model
-        (the GPT-2 featuriser) is not available offline."""
+    def metrics(self, device: torch.device, cache_dir: Path) -> list[Metric]:
+        """The configured metrics, checked before training: a text model (the GPT-2 featuriser) that is
+        neither available offline nor allowed to download is replaced by ``standin_metrics`` with
+        ``allow_standin``, and is an error (saying what to download) without it."""
         from suite.metrics import METRICS
-        from suite.metrics.mauve import PAPER_FEATURIZER, model_available
+        from suite.metrics.mauve import PAPER_FEATURIZER, missing_model_error, model_available
 
         configured = dict(self.cfg.get("metrics") or {})
-        needed = {
-            str((options or {}).get("featurizer", (options or {}).get("model", PAPER_FEATURIZER)))
-            for name, options in configured.items()
-            if name in ("mauve", "gen-ppl")
+        specs = {
+            str(opts.get("featurizer", opts.get("model", PAPER_FEATURIZER)))
+            for name, opts in ((n, dict(o or {})) for n, o in configured.items())
+            if name in ("mauve", "gen-ppl") and not opts.get("download", False)
         }
-        if self.allow_standin and not all(model_available(spec) for spec in needed):
+        missing = sorted(spec for spec in specs if not model_available(spec))
+        if missing and self.allow_standin:
             configured = dict(self.cfg.get("standin_metrics") or {})
+        elif missing:
+            raise missing_model_error(missing[0], FileNotFoundError("not a folder nor in the local cache"))
         if not configured:
             raise ValueError(f"task {self.name!r} configures no metrics")
         return [METRICS.get(name)(options or {}, device, cache_dir) for name, options in configured.items()]

@@ -45,7 +45,7 @@ def _resolve(spec: str) -> str:
     return str(minilm_path()) if spec == MINILM_TOKENIZER else spec
 
 
-def _missing_model(spec: str, error: Exception) -> FileNotFoundError:
+def missing_model_error(spec: str, error: Exception) -> FileNotFoundError:
     name = Path(spec).name
     return FileNotFoundError(
         f"text model {spec!r} could not be loaded ({type(error).__name__}: {error}). Fix: on a machine with "
@@ -85,7 +85,7 @@ class TextModel:
             self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=not download)
             self.model = loader.from_pretrained(path, local_files_only=not download)
         except (OSError, ValueError) as error:
-            raise _missing_model(spec, error) from error
+            raise missing_model_error(spec, error) from error
         self.model.to(device).eval()
         self.device = device
         self.spec = spec
