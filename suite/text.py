@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import lzma
 import os
 import re
 import socket
+import tarfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -44,6 +46,7 @@ FORTUNES_DIR = Path("/usr/share/games/fortunes")
 MINILM_TOKENIZER = "minilm"
 OPENWEBTEXT_HUB_NAME = "Skylion007/openwebtext"
 _FORTUNE_SEPARATOR = re.compile(r"^%[ \t]*$", flags=re.MULTILINE)
+_BLANK_RUNS = re.compile(r"\n\n\n+")
 _TOKENIZE_BATCH = 1000
 _POLL_S = 0.2
 
@@ -139,9 +142,10 @@ def fortunes_corpus(folder: str | Path = FORTUNES_DIR, validation_docs: int = 10
 def missing_openwebtext(root: str | None, detail: str) -> FileNotFoundError:
     where = f" at {root}" if root else ""
     return FileNotFoundError(
-        f"OpenWebText not found{where} ({detail}). Fix: on a machine with internet run "
-        f"`suite data owt /data/openwebtext` (downloads {OPENWEBTEXT_HUB_NAME} through `datasets`, about "
-        "55 GB of download and cache, and saves it with save_to_disk), copy that folder here and pass "
+        f"OpenWebText not found{where} ({detail}). Fix: on a machine with internet run `hf download "
+        f"{OPENWEBTEXT_HUB_NAME} --repo-type dataset --local-dir /data/openwebtext-raw` (the released "
+        "archives, about 13 GB) and `suite data owt /data/openwebtext-raw /data/openwebtext` (converts them "
+        "with `datasets`' save_to_disk, about 40 GB), copy /data/openwebtext here and pass "
         "task.root=/data/openwebtext; or run with task.allow_standin=true to use Debian's fortunes "
         "(`apt-get install fortunes`) as a marked stand-in."
     )
@@ -192,16 +196,60 @@ def save_documents(texts: Sequence[str], folder: str | Path) -> None:
     datasets.Dataset.from_dict({"text": list(texts)}).save_to_disk(str(folder))
 
 
+def read_openwebtext_archives(folder: str | Path) -> Iterator[str]:
+    """The documents of OpenWebText's released archives: ``subsets/*.tar`` (sorted by name) whose members
+    are ``.xz``-compressed tar files of ``.txt`` documents, in archive order, runs of three or more newlines
+    collapsed to two and surrounding whitespace stripped (the layout of ``Skylion007/openwebtext``)."""
+    archives = sorted(Path(folder).glob("subsets/*.tar")) or sorted(Path(folder).glob("*.tar"))
+    if not archives:
+        raise FileNotFoundError(f"no OpenWebText subset archives (subsets/*.tar) in {folder}")
+    for archive in archives:
+        with tarfile.open(archive) as outer:
+            for member in outer:
+                if not member.name.endswith(".xz"):
+                    continue
+                inner_file = outer.extractfile(member)
+                if inner_file is None:
+                    continue
+                with lzma.open(inner_file) as xz, tarfile.open(fileobj=xz, mode="r|") as inner:
+                    for doc in inner:
+                        handle = inner.extractfile(doc) if doc.name.endswith(".txt") else None
+                        if handle is not None:
+                            yield _BLANK_RUNS.sub("\n\n", handle.read().decode("utf-8")).strip()
+
+
 def download_openwebtext(source: str | None, dest: str | Path) -> None:
     """``suite data owt [SRC] DEST``: OpenWebText into ``dest`` in the save_to_disk layout the task reads.
 
-    Without ``source`` the hub data set ``Skylion007/openwebtext`` is downloaded; a ``source`` folder (the
-    hub's parquet files, or JSON/text files with a ``text`` field) is converted instead.
+    ``source`` may be the folder of the released archives (``subsets/*.tar``, e.g. from ``hf download
+    Skylion007/openwebtext --repo-type dataset --local-dir SRC``), or a folder of parquet/JSON/text files
+    with a ``text`` field; without it the hub data set is loaded through ``datasets``.
     """
     import datasets
 
-    loaded = datasets.load_dataset(source or OPENWEBTEXT_HUB_NAME, split="train")
+    if source and (any(Path(source).glob("subsets/*.tar")) or any(Path(source).glob("*.tar"))):
+        loaded = datasets.Dataset.from_generator(
+            _archive_rows,
+            gen_kwargs={"folder": str(source)},
+            features=datasets.Features({"text": datasets.Value("string")}),
+        )
+    else:
+        try:
+            loaded = datasets.load_dataset(source or OPENWEBTEXT_HUB_NAME, split="train")
+        except RuntimeError as error:
+            if "scripts are no longer supported" not in str(error):
+                raise
+            raise RuntimeError(
+                f"this `datasets` cannot run {OPENWEBTEXT_HUB_NAME}'s loading script. Fix: `hf download "
+                f"{OPENWEBTEXT_HUB_NAME} --repo-type dataset --local-dir /data/openwebtext-raw`, then "
+                f"`suite data owt /data/openwebtext-raw {dest}`"
+            ) from error
     loaded.save_to_disk(str(dest))
+
+
+def _archive_rows(folder: str) -> Iterator[dict[str, str]]:
+    for text in read_openwebtext_archives(folder):
+        yield {"text": text}
 
 
 def load_tokenizer(spec: str, download: bool = False) -> Any:

@@ -212,3 +212,32 @@ def test_a_missing_featuriser_is_an_error_before_training_unless_a_stand_in_is_a
     relaxed = OpenWebText({"metrics": metrics, "standin_metrics": standin, "allow_standin": True})
     [metric] = relaxed.metrics(torch.device("cpu"), tmp_path)
     assert metric.spec.name == "mauve-minilm" and not metric.spec.paper
+
+
+def test_the_released_openwebtext_archives_convert_to_the_folder_the_task_reads(tmp_path) -> None:
+    import io
+    import lzma
+    import tarfile
+
+    from suite.text import download_openwebtext
+
+    def tar_bytes(files: dict[str, bytes]) -> bytes:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            for name, data in files.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+        return buffer.getvalue()
+
+    (tmp_path / "raw" / "subsets").mkdir(parents=True)
+    for k in range(2):
+        docs = {f"{k}_{i}.txt": f"{DOCUMENTS[3 * k + i]}\n\n\n\nEnd {k}.{i}.\n".encode() for i in range(3)}
+        inner = lzma.compress(tar_bytes(docs))
+        subset = tar_bytes({f"openwebtext/urlsf_subset{k}-1_data.xz": inner})
+        (tmp_path / "raw" / "subsets" / f"urlsf_subset{k:02d}.tar").write_bytes(subset)
+    download_openwebtext(str(tmp_path / "raw"), tmp_path / "owt")
+    corpus = openwebtext_corpus(tmp_path / "owt", validation_docs=2)
+    texts = [t for batch in corpus.documents("train") for t in batch]
+    texts += [t for batch in corpus.documents("validation") for t in batch]
+    assert texts == [f"{DOCUMENTS[i]}\n\nEnd {i // 3}.{i % 3}." for i in range(6)]
