@@ -429,7 +429,10 @@ def download_archive(dest: Path) -> Path:
     """Download DDSM's data.tar.gz into ``dest`` and check it against the record's md5."""
     expected = zenodo_checksum()
     if expected is None:
-        raise OSError(f"cannot reach {DDSM_API_URL}; download {DDSM_ARCHIVE_URL} by hand and pass its path")
+        raise FileNotFoundError(
+            f"no data.tar.gz at hand and {DDSM_API_URL} is unreachable; download {DDSM_ARCHIVE_URL} on a "
+            "machine with internet and run `suite data dna data.tar.gz DEST`"
+        )
     md5, size = expected
     target = dest / "data.tar.gz"
     if not (target.is_file() and target.stat().st_size == size):
