@@ -271,8 +271,8 @@ class SeiFeaturizer:
     """Strand-averaged Sei outputs of base strings: {"spline": [N, 16·C], "predictions": [N, targets]}.
 
     ``checkpoint`` None builds the ``width`` variant with random weights from ``seed`` (offline features);
-    otherwise the full Sei is loaded from the file. The last few results are memoised by content, so
-    metrics sharing a featuriser compute each sequence set once.
+    otherwise the Sei of the file is loaded (`load_sei`). The last four results are memoised by content,
+    so metrics sharing a featuriser compute each sequence set once.
     """
 
     def __init__(
