@@ -115,7 +115,7 @@ class TextTransformer(nn.Module):
         )
         self.sigma_data = float(sigma_data)
         emb_channels = width
-        self.embedding = nn.Parameter(torch.randn(vocab_size, embed_dim))
+        self.embedding = nn.Parameter(torch.empty(vocab_size, embed_dim))
         self.map_noise = PositionalEmbedding(width)
         self.map_emb = nn.Sequential(
             nn.Linear(width, emb_channels), nn.SiLU(), nn.Linear(emb_channels, emb_channels)
@@ -132,6 +132,9 @@ class TextTransformer(nn.Module):
         for layer in (self.ada_out, self.head):
             nn.init.zeros_(layer.weight)
             nn.init.zeros_(layer.bias)
+        # Drawn last: the first normal draws of a generator seeded like the run are also the evaluation's
+        # latents, and an embedding table drawn first would align each latent with a token's embedding.
+        nn.init.normal_(self.embedding)
 
     def embedding_table(self) -> Tensor:
         """Ê: the embedding rows normalised to length √D, float32 [V, D]."""
