@@ -73,18 +73,16 @@ def test_a_second_run_reuses_the_token_cache(tokenizer, tmp_path) -> None:
     assert not list(tmp_path.glob("*.lock")) and not list(tmp_path.glob("*.tmp-*"))
 
 
-def _build_in_child(folder: str, start, results) -> None:
-    tokenizer = load_tokenizer("minilm")
+def _build_in_child(tokenizer, folder: str, start, results) -> None:
     start.wait()
     results.put(token_cache(small_corpus(pause_s=0.2), "train", tokenizer, folder).built)
 
 
-def test_two_concurrent_processes_build_the_cache_once(tmp_path) -> None:
-    context = multiprocessing.get_context("spawn")
+def test_two_concurrent_processes_build_the_cache_once(tokenizer, tmp_path) -> None:
+    context = multiprocessing.get_context("fork")
     start, results = context.Barrier(2), context.Queue()
-    workers = [
-        context.Process(target=_build_in_child, args=(str(tmp_path), start, results)) for _ in range(2)
-    ]
+    args = (tokenizer, str(tmp_path), start, results)
+    workers = [context.Process(target=_build_in_child, args=args) for _ in range(2)]
     for worker in workers:
         worker.start()
     built = sorted(results.get(timeout=120) for _ in workers)
