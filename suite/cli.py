@@ -18,9 +18,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.dry_run:
         from omegaconf import OmegaConf
 
+        from suite.cost import describe_cost, planned_cost
+
         for run in runs:
             print(f"# {run.label}  ->  {run.run_dir}\n{OmegaConf.to_yaml(run.cfg)}")
         print(describe(runs))
+        print(describe_cost(planned_cost(runs[0].cfg), len(runs)))
         return 0
     if args.launcher == "slurm":
         from suite.slurm import submit

@@ -108,8 +108,38 @@ def compose_run(task: str, sampler: str, budget: str, overrides: list[str] | Non
     overrides = list(overrides or [])
     _check_keys(_compose(choices), overrides)
     cfg = _compose(choices + overrides)
+    _apply_recipe(cfg, overrides)
     OmegaConf.resolve(cfg)
     return cfg
+
+
+def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            flat |= _flatten(value, f"{prefix}{key}.")
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _apply_recipe(cfg: DictConfig, overrides: list[str]) -> None:
+    """A task may carry its own training recipe per budget size (``task.recipes.<size>``, e.g. EDM's
+    FFHQ batch and learning rate under ``paper``); it replaces the budget's values, and explicit
+    ``budget.*`` overrides on the command line replace both."""
+    recipes = cfg.task.get("recipes") or {}
+    recipe = recipes.get(cfg.budget.size)
+    if not recipe:
+        return
+    given = {item.key_or_group for item in OverridesParser.create().parse_overrides(overrides)}
+    for key, value in _flatten(OmegaConf.to_container(recipe, resolve=True)).items():  # type: ignore[arg-type]
+        if OmegaConf.select(cfg.budget, key, default=_MISSING) is _MISSING:
+            raise ValueError(f"task {cfg.task.name}: recipe key budget.{key} is not a budget key")
+        if f"budget.{key}" not in given:
+            OmegaConf.update(cfg, f"budget.{key}", value, merge=True)
+
+
+_MISSING = object()
 
 
 def expand_sweeps(overrides: list[str]) -> list[list[str]]:

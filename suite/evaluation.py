@@ -60,7 +60,8 @@ class Evaluator:
 
     @property
     def n_reference(self) -> int:
-        return min(int(self.cfg.budget.eval.reference), len(self.data.reference))
+        wanted = self.cfg.budget.eval.reference
+        return len(self.data.reference) if wanted is None else min(int(wanted), len(self.data.reference))
 
     def reference(self) -> Any:
         """The decoded reference examples (computed once)."""
@@ -74,11 +75,12 @@ class Evaluator:
         return build_grid(name, steps, float(task.sigma_min), float(task.sigma_max), profile)
 
     def generate(
-        self, model: nn.Module, n: int, sigmas: Tensor, guidance: float
+        self, model: nn.Module, n: int, sigmas: Tensor, guidance: float, seed: int | None = None
     ) -> tuple[Tensor, Batch | None]:
-        """n model-space samples on the run's device, and the reference batch that conditioned them."""
+        """n model-space samples on the run's device, and the reference batch that conditioned them; the
+        latents come from ``seed`` (default ``budget.eval.seed``)."""
         ev, task = self.cfg.budget.eval, self.cfg.task
-        gen = torch.Generator().manual_seed(int(ev.seed))
+        gen = torch.Generator().manual_seed(int(ev.seed) if seed is None else seed)
         chosen = fixed_choice(len(self.data.reference), n, CONDITION_SEED) if self.conditional else None
         solve = SOLVERS[task.solver]
         out = []
@@ -104,26 +106,37 @@ class Evaluator:
         steps: int | None = None,
         profile: tuple[Tensor, Tensor] | None = None,
         only: str | None = None,
+        final: bool = False,
     ) -> list[dict[str, Any]]:
-        """One evaluation point: a row per metric (or only the metric named ``only``)."""
+        """One evaluation point: a row per metric (or only the metric named ``only``).
+
+        At the ``final`` point the budget may ask for EDM's protocol: ``eval.final_samples`` samples from
+        each of ``eval.final_ranges`` disjoint generation-seed ranges; the row's value is then the minimum
+        over the ranges (the best, by the metric's direction), with every range's value, their mean and
+        standard deviation among its extras.
+        """
         cfg, ev = self.cfg, self.cfg.budget.eval
         metrics = [m for m in self.metrics if only in (None, m.spec.name)]
         if not metrics:
             names = ", ".join(m.spec.name for m in self.metrics)
             raise ValueError(f"unknown metric {only!r} for task {cfg.task.name}; valid metrics: {names}")
         steps = int(cfg.task.solver_steps) if steps is None else int(steps)
+        n = int(ev.get("final_samples") or ev.samples) if final else int(ev.samples)
+        ranges = int(ev.get("final_ranges") or 1) if final else 1
+        sigmas = self.grid(grid, steps, profile)
         t0 = time.perf_counter()
-        x, matched = self.generate(
-            model, int(ev.samples), self.grid(grid, steps, profile), float(ev.guidance)
-        )
-        inputs = EvalInputs(
-            generated=self.task.decode(x, model),
-            reference=self.reference(),
-            matched=None if matched is None else self.task.decode_reference(matched),
-        )
+        results: list[list[dict[str, float]]] = [[] for _ in metrics]
+        for k in range(ranges):
+            x, matched = self.generate(model, n, sigmas, float(ev.guidance), seed=int(ev.seed) + k * n)
+            inputs = EvalInputs(
+                generated=self.task.decode(x, model),
+                reference=self.reference(),
+                matched=None if matched is None else self.task.decode_reference(matched),
+            )
+            for found, metric in zip(results, metrics, strict=True):
+                found.append(metric(inputs))
         rows = []
-        for metric in metrics:
-            result = metric(inputs)
+        for found, metric in zip(results, metrics, strict=True):
             rows.append(
                 evaluation_row(
                     task=cfg.task.name,
@@ -133,14 +146,14 @@ class Evaluator:
                     seed=int(cfg.seed),
                     nimg=nimg,
                     spec=metric.spec,
-                    result=result,
+                    result=combine_ranges(found, metric.spec.higher_is_better),
                     stand_in_data=self.data.stand_in,
                     data=self.data.variant,
                     data_fingerprint=self.data.fingerprint,
                     solver=str(cfg.task.solver),
                     grid=grid,
                     nfe=nfe(str(cfg.task.solver), steps),
-                    n_samples=int(ev.samples),
+                    n_samples=n,
                     n_reference=self.n_reference,
                     guidance=float(ev.guidance),
                     importance_weighting=importance_weighting,
@@ -151,6 +164,22 @@ class Evaluator:
                 )
             )
         return rows
+
+
+def combine_ranges(results: list[dict[str, float]], higher_is_better: bool) -> dict[str, float]:
+    """One seed range's result as it is; several: the best value (EDM reports the minimum FID over three
+    ranges), with each range's value, their mean and standard deviation (ddof = 1) as extras."""
+    if len(results) == 1:
+        return results[0]
+    values = torch.tensor([r["value"] for r in results], dtype=torch.float64)
+    best = values.max() if higher_is_better else values.min()
+    return {
+        "value": best.item(),
+        "range_values": values.tolist(),
+        "range_mean": values.mean().item(),
+        "range_std": values.std().item(),
+        "n_ranges": len(results),
+    }
 
 
 def snapshot_path(folder: str | Path, nimg: int) -> Path:
@@ -247,7 +276,8 @@ def rescore(
             print(f"{folder.path} kimg {nimg / 1000:g}: no learned profile yet; grid {grid} skipped there")
             continue
         importance = bool(state.sampler.hyperparameters().get("importance_correction", False))
-        rows = evaluator.evaluate(state.ema, nimg, 0.0, importance, grid, steps, profile, only=metric)
+        final = nimg >= int(round(float(cfg.budget.kimg) * 1000))
+        rows = evaluator.evaluate(state.ema, nimg, 0.0, importance, grid, steps, profile, metric, final)
         for row in rows:
             before = [r for r in recorded if _same_point(r, row)]
             note = f"recorded {before[-1]['value']:.6g}" if before else "new row"

@@ -45,6 +45,7 @@ from suite.weighting import build_weight
 # Budget numbers that must be positive (integers where marked), or at least zero.
 POSITIVE = ("kimg", "lr", "tick_kimg", "checkpoint_kimg", "ema_halflife_kimg")
 POSITIVE_INT = ("batch", "eval_points", "eval.samples", "eval.reference", "eval.batch_size")
+OPTIONAL = ("eval.reference", "eval.final_samples", "eval.final_ranges")  # null: all / as eval.samples / 1
 NON_NEGATIVE = ("lr_rampup_kimg", "grad_clip")
 PRECISIONS = ("fp32", "bf16")
 
@@ -137,9 +138,11 @@ def check_comparisons(runs: list[PlannedRun]) -> None:
 
 
 def _budget_problems(budget: DictConfig) -> Iterator[str]:
-    for key in (*POSITIVE, *POSITIVE_INT, *NON_NEGATIVE):
+    for key in dict.fromkeys((*POSITIVE, *POSITIVE_INT, *NON_NEGATIVE, *OPTIONAL)):
         value = OmegaConf.select(budget, key)
-        integer = key in POSITIVE_INT
+        if key in OPTIONAL and value is None:
+            continue
+        integer = key in POSITIVE_INT or key in OPTIONAL
         number = not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
         if key in NON_NEGATIVE:
             ok, rule = number and value >= 0, "a number >= 0"

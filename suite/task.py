@@ -193,9 +193,12 @@ class Task(ABC):
         """The unconditional input: all-zero rows (the network maps them to no conditioning)."""
         return {key: torch.zeros_like(value) for key, value in cond.items()}
 
-    def augment(self, x0: Tensor, cond: Cond, generator: torch.Generator) -> tuple[Tensor, Cond]:
-        """Training-time augmentation of a batch, drawing from the step's ``generator`` (none by default);
-        an augmenting task adds what it did to ``cond`` so the network is conditioned on it."""
+    def augment(
+        self, x0: Tensor, cond: Cond, generator: torch.Generator, rows: slice, total: int
+    ) -> tuple[Tensor, Cond]:
+        """Training-time augmentation of this rank's ``rows`` of a global batch of ``total`` examples, drawn
+        from the step's ``generator`` as a single process would draw them (none by default); an augmenting
+        task adds what it did to ``cond`` so the network is conditioned on it."""
         return x0, cond
 
     # -- decoding and metrics ----------------------------------------------------------------------

@@ -105,7 +105,7 @@ class Trainer:
                 cfg.task.cond_dropout
             )
             cond = self.task.drop_condition(cond, keep)
-        x0, cond = self.task.augment(batch.x0, cond, gen)
+        x0, cond = self.task.augment(batch.x0, cond, gen, rows=mine, total=self.batch)
         if state.channels_last and x0.ndim == 4:
             x0 = x0.contiguous(memory_format=torch.channels_last)
             noise = noise.contiguous(memory_format=torch.channels_last)
@@ -142,7 +142,9 @@ class Trainer:
         if self.ctx.is_main and self.evaluator is not None:
             state = self.state
             importance = bool(state.sampler.hyperparameters().get("importance_correction", False))
-            rows = self.evaluator.evaluate(state.ema, state.nimg, state.wall_time, importance)
+            rows = self.evaluator.evaluate(
+                state.ema, state.nimg, state.wall_time, importance, final=state.nimg >= self.total_nimg
+            )
             save_snapshot(self.dir.snapshots, state.nimg, state.ema, state.sampler, rows[0]["config_hash"])
             append_jsonl(self.dir.records, rows)
         barrier()
