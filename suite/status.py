@@ -1,11 +1,11 @@
 """``suite status``: the state of every run of a results folder, with SLURM's view of submitted runs.
 
-For each run directory under ``<results>`` (found by ``suite.results``) it shows the task, budget,
-sampler, seed, the status from ``run.json`` (pending when there is none) and the processed kimg. For runs
-submitted with ``--launcher slurm`` (``slurm.json``) it adds the job id and its state from ``sacct``
-(``unknown`` where there is no accounting). A run whose record says pending or running while its job has ended (an exception
-before the run could record it, out of memory, a kill, a node failure) is shown as failed. Failed runs show
-their error line: ``run.json``'s ``error``, else the last line of the job's stderr log.
+For each run directory under ``<results>`` (found by ``suite.results``) it shows the task, budget, sampler,
+seed, the status from ``run.json`` (pending when there is none) and the processed kimg. For runs submitted
+with ``--launcher slurm`` (``slurm.json``) it adds the job id and its state from ``sacct`` (``unknown``
+where there is no accounting). A run whose record says pending or running while its job has ended (an
+exception before the run could record it, out of memory, a kill, a node failure) is shown as failed. Failed
+runs show their error line: ``run.json``'s ``error``, else the last line of the job's stderr log.
 
 The ``holder`` column names the process that holds the run's lease (``suite.lease``): host, pid and
 since when, or ``stale …`` for a lease whose process is gone. A run outside SLURM whose record says
