@@ -10,8 +10,8 @@ conditional entropy rises with σ at the rate
     dH(X₀ | X_σ)/dσ = MMSE(σ)/σ³,   i.e.   MMSE(σ)/σ² per unit ln σ,   ½·MMSE(σ)/σ² per unit λ = −2 ln σ.
 
 Integrated over the whole ln σ line this gives ∫ MMSE(σ)/σ² d ln σ = H(X₀) − lim_{σ→0} H(X₀ | X_σ); for a
-discrete X₀ this is its Shannon entropy in nats. InfoNoise (Raya et al., arXiv 2602.18647, Sec. 3, Eq. 13;
-notes/paper.md §1.3) adapts the training-noise distribution toward this profile.
+discrete X₀ this is its Shannon entropy in nats. InfoNoise (Raya et al., arXiv 2602.18647, Sec. 3, Eq. 13)
+adapts the training-noise distribution toward this profile.
 
 This module only computes MMSE curves and profile densities; the InfoNoise sampler lives elsewhere.
 Every function works in float64 by default and on whatever device its tensor inputs (or ``device``)
@@ -51,8 +51,9 @@ def _sigma_vector(sigma: SigmaLike, dtype: torch.dtype, device: torch.device) ->
     return s.reshape(-1), s.shape
 
 
-def _normalized_log_weights(weights: Tensor | None, k: int, dtype: torch.dtype,
-                            device: torch.device) -> Tensor:
+def _normalized_log_weights(
+    weights: Tensor | None, k: int, dtype: torch.dtype, device: torch.device
+) -> Tensor:
     """log of the mixture weights normalised to sum to one (uniform when ``weights`` is None)."""
     if weights is None:
         return torch.full((k,), -math.log(k), dtype=dtype, device=device)
@@ -62,15 +63,17 @@ def _normalized_log_weights(weights: Tensor | None, k: int, dtype: torch.dtype,
     return torch.log(w / w.sum())
 
 
-def _draw_normal(shape: tuple[int, ...], generator: torch.Generator | None, dtype: torch.dtype,
-                 device: torch.device) -> Tensor:
+def _draw_normal(
+    shape: tuple[int, ...], generator: torch.Generator | None, dtype: torch.dtype, device: torch.device
+) -> Tensor:
     """Standard normals drawn on the generator's device (CPU without one), then moved to ``device``."""
     src = generator.device if generator is not None else torch.device("cpu")
     return torch.randn(shape, generator=generator, dtype=dtype, device=src).to(device)
 
 
-def gaussian_mmse(sigma: SigmaLike, variance: float | Tensor, dim: int = 1,
-                  dtype: torch.dtype = torch.float64) -> Tensor:
+def gaussian_mmse(
+    sigma: SigmaLike, variance: float | Tensor, dim: int = 1, dtype: torch.dtype = torch.float64
+) -> Tensor:
     """Closed-form MMSE of x₀ ~ N(μ, v·I_D) observed as x = x₀ + σε.
 
     The posterior is Gaussian with covariance (1/v + 1/σ²)⁻¹·I, so MMSE(σ) = D·v·σ²/(v + σ²) (e.g. Guo,
@@ -100,10 +103,18 @@ def _point_posterior_variance(x: Tensor, sigma: Tensor, points: Tensor, log_w: T
     return torch.cat(out)
 
 
-def point_set_mmse(sigma: SigmaLike, points: Tensor, weights: Tensor | None = None, method: str = "auto",
-                   n_mc: int = 4096, generator: torch.Generator | None = None, chunk: int = 2**22,
-                   n_quad: int = 201, quad_halfwidth: float = 8.0,
-                   dtype: torch.dtype = torch.float64) -> Tensor:
+def point_set_mmse(
+    sigma: SigmaLike,
+    points: Tensor,
+    weights: Tensor | None = None,
+    method: str = "auto",
+    n_mc: int = 4096,
+    generator: torch.Generator | None = None,
+    chunk: int = 2**22,
+    n_quad: int = 201,
+    quad_halfwidth: float = 8.0,
+    dtype: torch.dtype = torch.float64,
+) -> Tensor:
     """MMSE(σ) of the discrete prior x₀ ~ Σ_k w_k δ(x_k) (points [K, d], or [K] for d = 1).
 
     The posterior over the K points is exact: r_k(x) ∝ w_k·exp(−‖x − x_k‖²/(2σ²)). Conditioning on the
@@ -163,9 +174,16 @@ def point_set_mmse(sigma: SigmaLike, points: Tensor, weights: Tensor | None = No
     return (var * c).sum(-1).reshape(shape)
 
 
-def gaussian_mixture_mmse(sigma: SigmaLike, means: Tensor, covs: Tensor, weights: Tensor | None = None,
-                          n_mc: int = 4096, generator: torch.Generator | None = None, chunk: int = 2**22,
-                          dtype: torch.dtype = torch.float64) -> Tensor:
+def gaussian_mixture_mmse(
+    sigma: SigmaLike,
+    means: Tensor,
+    covs: Tensor,
+    weights: Tensor | None = None,
+    n_mc: int = 4096,
+    generator: torch.Generator | None = None,
+    chunk: int = 2**22,
+    dtype: torch.dtype = torch.float64,
+) -> Tensor:
     """Monte Carlo MMSE(σ) of x₀ ~ Σ_k w_k N(μ_k, Σ_k); means [K, d], covs [K, d, d] or isotropic [K].
 
     Given x, the posterior of x₀ is a mixture of Gaussian posteriors (Bishop 2006, PRML §2.3.3 per
@@ -244,8 +262,9 @@ class PosteriorDiagnostics:
     entropy: Tensor
 
 
-def isotropic_mixture_mmse_2d(sigma: SigmaLike, means: Tensor, stds: Tensor, weights: Tensor,
-                              half_width: float = 8.0, points: int = 81) -> Tensor:
+def isotropic_mixture_mmse_2d(
+    sigma: SigmaLike, means: Tensor, stds: Tensor, weights: Tensor, half_width: float = 8.0, points: int = 81
+) -> Tensor:
     """Deterministic MMSE(σ) of a 2-D mixture Σ_k w_k N(μ_k, s_k²I) by tensor-product quadrature.
 
     MMSE = Σ_k w_k E_z[tr Cov(x₀ | x)] with x = μ_k + τ_k·z, τ_k² = s_k² + σ², z ~ N(0, I₂); the posterior
@@ -280,13 +299,19 @@ def isotropic_mixture_mmse_2d(sigma: SigmaLike, means: Tensor, stds: Tensor, wei
     return total.reshape(shape)
 
 
-def empirical_prior_mmse(sigma: SigmaLike, data: Tensor, n_queries: int = 1024,
-                         generator: torch.Generator | None = None, chunk_size: int = 2048,
-                         device: torch.device | str | None = None, query_batch: int = 128,
-                         dtype: torch.dtype = torch.float64,
-                         return_diagnostics: bool = False) -> Tensor | tuple[Tensor, PosteriorDiagnostics]:
+def empirical_prior_mmse(
+    sigma: SigmaLike,
+    data: Tensor,
+    n_queries: int = 1024,
+    generator: torch.Generator | None = None,
+    chunk_size: int = 2048,
+    device: torch.device | str | None = None,
+    query_batch: int = 128,
+    dtype: torch.dtype = torch.float64,
+    return_diagnostics: bool = False,
+) -> Tensor | tuple[Tensor, PosteriorDiagnostics]:
     """MMSE(σ) of the optimal denoiser of the empirical distribution (1/N)Σ_i δ(x_i): the paper's post hoc
-    diagnostic profile (InfoNoise v2 App. B.4, Eqs. 65–70 as read in notes/paper.md §5.2 item 3).
+    diagnostic profile (InfoNoise v2 App. B.4, Eqs. 65–70).
 
     For p(x; σ) = (1/N)Σ_i N(x; x_i, σ²I) the posterior weights and the ideal denoiser are
 
@@ -321,8 +346,9 @@ def empirical_prior_mmse(sigma: SigmaLike, data: Tensor, n_queries: int = 1024,
 
     src = generator.device if generator is not None else torch.device("cpu")
     reps, rest = divmod(n_queries, n)
-    idx = torch.cat([torch.arange(n, device=src).repeat(reps),
-                     torch.randperm(n, generator=generator, device=src)[:rest]]).to(dev)
+    idx = torch.cat(
+        [torch.arange(n, device=src).repeat(reps), torch.randperm(n, generator=generator, device=src)[:rest]]
+    ).to(dev)
     eps_all = _draw_normal((n_queries, x_all.shape[1]), generator, dtype, dev)
 
     err, max_w, ess, ent = [], [], [], []
@@ -368,7 +394,7 @@ def empirical_prior_mmse(sigma: SigmaLike, data: Tensor, n_queries: int = 1024,
 def entropy_rate(sigma: Tensor, mmse: Tensor, coordinate: str = "log_sigma") -> Tensor:
     """Unnormalised density of the conditional-entropy-rate profile |dH(X₀ | X_σ)| per unit coordinate.
 
-    From the I–MMSE relation (module docstring; InfoNoise v2 App. B.2, Eqs. 59–61 per notes/paper.md §1.3):
+    From the I–MMSE relation (module docstring; InfoNoise v2 App. B.2, Eqs. 59–61):
 
     * ``"sigma"``: MMSE(σ)/σ³ per dσ;
     * ``"log_sigma"``: MMSE(σ)/σ² per d ln σ;

@@ -12,7 +12,7 @@ and its 10–90% band: the σ where the cumulative ∫ρ du reaches 10% and 90%,
 MMSE curves of the data x₀ (the model-space examples of the training split, flattened), on a geometric σ
 grid:
 
-* **empirical prior** (the paper's post hoc diagnostic, App. B.4 as read in notes/paper.md §5.2): the
+* **empirical prior** (the paper's post hoc diagnostic, App. B.4): the
   optimal denoiser of the uniform distribution on N examples (``suite.information.empirical_prior_mmse``)
   with its memorisation diagnostics: E[max_i w_i(x)], the effective count E[1/Σ w_i²] and the memorisation
   scale σ_mem = d_NN/√(2 ln N) (d_NN the median nearest-neighbour distance), below which the posterior
