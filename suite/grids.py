@@ -15,10 +15,10 @@ entropy H(X₀ | X_σ), so that each step resolves the same amount of informatio
 is split into N − 1 equal parts between σ_max and σ_min: C(ln σ_i) = C(ln σ_max)·(1 − i/(N−1)).
 
 ``infogrid-rescaled``: the same construction on the tempered density √ρ̂(u). The paper's rescaled grid and
-Stancevic et al.'s "rescaled entropic time" are not published in a form we could read, so this variant is a project choice: the square root is the geometric mean of the
-entropic-time density and the flat (log-uniform) one, which moves steps back from the profile's peak
-toward its tails while keeping their order, and both variants reduce to the geometric grid for a flat
-profile.
+Stancevic et al.'s "rescaled entropic time" are not published in a form we could read, so this variant is a
+project choice: the square root is the geometric mean of the entropic-time density and the flat
+(log-uniform) one, which moves steps back from the profile's peak toward its tails while keeping their
+order, and both variants reduce to the geometric grid for a flat profile.
 
 The profile is (u, ρ̂) on increasing nodes, as the InfoNoise sampler's ``profile()`` and the ``profile``
 rows of ``sampler.jsonl`` give it; between nodes ρ̂ is linear and outside them it holds its end values.
