@@ -7,7 +7,7 @@ it) computes it from features the suite extracts itself. As in ``mauve-text``'s 
 language model (``gpt2-large`` by default, the paper's featuriser) gives the final-layer hidden state of a
 text's last token, each text truncated to ``max_length`` tokens; an encoder (the offline MiniLM stand-in)
 gives the attention-masked mean of its final layer, the pooling it was trained with. k-means depends on
-its seed, and MAUVE's spread over seeds is comparable to gaps between models (krishnap25/mauve#11), so the
+its seed, and MAUVE's spread over k-means seeds can be as large as the gaps between models, so the
 value is the mean over ``seeds`` k-means seeds with their standard deviation recorded. Reference features
 are cached on disk under ``<cache_dir>/mauve``, keyed by the featuriser and the texts.
 
