@@ -25,6 +25,7 @@ unconditional branch.
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 
 import torch
 import torch.nn.functional as F
@@ -198,7 +199,13 @@ class TextTransformer(nn.Module):
         logits = self.logits(x_in, noise_labels, prefix, prefix_mask)
         if logits_out is not None:
             logits_out.logits = logits
-        with torch.autocast(device_type=x_in.device.type, enabled=False):
+        device_type = x_in.device.type
+        exact = (
+            torch.autocast(device_type, enabled=False)
+            if torch.amp.is_autocast_available(device_type)
+            else nullcontext()
+        )
+        with exact:
             x0_hat = logits.float().softmax(dim=-1) @ self.embedding_table()
             sigma = (4 * noise_labels.float()).exp().reshape(-1, 1, 1)
             sd2 = self.sigma_data**2

@@ -232,10 +232,7 @@ class OpenWebText(Task):
             split: token_cache(corpus, split, tokenizer, cache_dir, log=print)
             for split in ("train", "validation")
         }
-        vocab_mode = str(self.cfg.get("vocab", "auto"))
-        if vocab_mode not in ("auto", "full", "corpus"):
-            raise ValueError(f"unknown vocab {vocab_mode!r}; valid choices: auto, full, corpus")
-        if vocab_mode == "full" or (vocab_mode == "auto" and not tokenizer_stand_in):
+        if self._full_vocabulary(tokenizer_stand_in):
             vocabulary = Vocabulary.full(tokenizer)
         else:
             max_vocab = self.cfg.get("max_vocab")
@@ -290,12 +287,29 @@ class OpenWebText(Task):
         download_openwebtext(source, dest)
 
     # -- network and objective ---------------------------------------------------------------------
+    def _full_vocabulary(self, tokenizer_stand_in: bool) -> bool:
+        """Whether the model keeps the tokenizer's whole vocabulary (else a corpus sub-vocabulary)."""
+        mode = str(self.cfg.get("vocab", "auto"))
+        if mode not in ("auto", "full", "corpus"):
+            raise ValueError(f"unknown vocab {mode!r}; valid choices: auto, full, corpus")
+        return mode == "full" or (mode == "auto" and not tokenizer_stand_in)
+
+    def _planned_vocab_size(self) -> int:
+        """The vocabulary size known without reading the corpus: the tokenizer's, or the sub-vocabulary's
+        cap (its upper bound when uncapped)."""
+        tokenizer, stand_in = self._tokenizer_for()
+        max_vocab = self.cfg.get("max_vocab")
+        if self._full_vocabulary(stand_in) or max_vocab is None:
+            return len(tokenizer)
+        return min(int(max_vocab), len(tokenizer))
+
     def build_network(self, preset: Mapping[str, Any]) -> nn.Module:
-        """The transformer for the loaded vocabulary. The vocabulary comes from the data, so before
-        ``load()`` (the run planner's check of the presets, which reads no data) it has one token."""
+        """The transformer for the loaded vocabulary; before ``load()`` (the run planner's check and cost
+        estimate, which read no corpus) for the vocabulary size the tokenizer and config imply."""
         seq_len, prefix_len = int(preset["seq_len"]), int(preset["prefix_len"])
+        vocab_size = self._planned_vocab_size() if self._vocabulary is None else self._vocabulary.size
         return TextTransformer(
-            vocab_size=1 if self._vocabulary is None else self._vocabulary.size,
+            vocab_size=vocab_size,
             seq_len=seq_len - prefix_len,
             prefix_len=prefix_len,
             embed_dim=int(preset["embed_dim"]),
