@@ -1,13 +1,16 @@
 """Evaluation of a network, apart from the training loop: generate, decode, score, and write tidy rows.
 
 Generation integrates the probability-flow ODE with the task's solver from latents x = σ_max·ε drawn from a
-generator seeded by ``budget.eval.seed`` (the same latents at every evaluation point, so curves compare like
-with like). A conditional task is sampled with the conditions of reference examples (a fixed random choice
-of the reference split), combined with the task's null condition by classifier-free guidance at
+generator seeded by ``LATENT_STREAM + budget.eval.seed`` (the same latents at every evaluation point, so
+curves compare like with like). The offset keeps the latents off the stream that initialises the network
+(``torch.manual_seed(seed)``): with equal seeds the first latents would equal the first initial weights
+drawn, and a parameter that lives in data space (a token embedding table) would start aligned with them. A
+conditional task is sampled with the conditions of reference examples (a fixed random choice of the
+reference split), combined with the task's null condition by classifier-free guidance at
 ``budget.eval.guidance``; those reference examples are handed to the metrics as ``matched`` (SP-MSE compares
 generated and real sequences for the same signal). The reference set is a fixed random subset of the task's
-reference split (``budget.eval.reference`` examples). Everything runs on the run's device, metric
-features included.
+reference split (``budget.eval.reference`` examples). Everything runs on the run's device, metric features
+included.
 
 The solver grid is Karras et al.'s ρ = 7 grid unless an evaluation asks for another (``suite.grids``;
 InfoGrid uses the profile an InfoNoise run learned); the grid's name is part of each row.
@@ -36,6 +39,7 @@ from suite.task import Batch, Task, TaskData
 
 REFERENCE_SEED = 0
 CONDITION_SEED = 1
+LATENT_STREAM = 1 << 32
 
 
 def fixed_choice(n_total: int, n: int, seed: int) -> Tensor:
@@ -80,7 +84,7 @@ class Evaluator:
         """n model-space samples on the run's device, and the reference batch that conditioned them; the
         latents come from ``seed`` (default ``budget.eval.seed``)."""
         ev, task = self.cfg.budget.eval, self.cfg.task
-        gen = torch.Generator().manual_seed(int(ev.seed) if seed is None else seed)
+        gen = torch.Generator().manual_seed(LATENT_STREAM + (int(ev.seed) if seed is None else seed))
         chosen = fixed_choice(len(self.data.reference), n, CONDITION_SEED) if self.conditional else None
         solve = SOLVERS[task.solver]
         out = []

@@ -133,8 +133,7 @@ class TextTransformer(nn.Module):
         for layer in (self.ada_out, self.head):
             nn.init.zeros_(layer.weight)
             nn.init.zeros_(layer.bias)
-        # Drawn last: the first normal draws of a generator seeded like the run are also the evaluation's
-        # latents, and an embedding table drawn first would align each latent with a token's embedding.
+        # Drawn after every other layer, so the table does not start on the stream's first normal draws.
         nn.init.normal_(self.embedding)
 
     def embedding_table(self) -> Tensor:
