@@ -112,7 +112,7 @@ class DnaTask(Task):
         n_reference = int(self.cfg.get("stand_in_reference", 512))
         train_w, reference_w, source = dna.stand_in_windows(n_train, n_reference, self.seq_len)
         variant = (
-            f"stand-in: {n_train} train / {n_reference} reference windows of {self.seq_len} bp of bacterial "
+            f"{n_train} train / {n_reference} reference windows of {self.seq_len} bp of bacterial "
             f"DNA (kaptive-example; held-out assembly {reference_w.chrom_names[0]}), synthetic CAGE track"
         )
         return (train_w, np.arange(n_train), reference_w, np.arange(n_reference), variant, True, source)
