@@ -59,7 +59,8 @@ def test_mixing_a_different_comparison_into_a_folder_is_refused(tmp_path):
     [
         (
             ["run", "--task", "cifar99", "--dry-run"],
-            "unknown task 'cifar99'; valid tasks: bfashion, bmnist, fashion",
+            "unknown task 'cifar99'; valid tasks: bfashion, bmnist, cifar10, cifar10_cond, dcifar, dna, "
+            "fashion, ffhq64, owt",
         ),
         (
             ["run", "--task", "bfashion", "--sampler", "edn", "--dry-run"],
