@@ -376,7 +376,7 @@ class _FrechetOnSei(Metric):
         generated = sei(inputs.generated)[self.layer]
         reference = sei(inputs.reference)[self.layer]
         return {
-            "value": frechet_distance(generated, reference),
+            "value": frechet_distance(generated, reference, device=self.device),
             "feature_dim": float(generated.shape[1]),
             "n_generated": float(generated.shape[0]),
             "n_reference": float(reference.shape[0]),
