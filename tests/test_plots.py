@@ -286,18 +286,18 @@ def test_report_links_figures_and_commands(results: Path):
     assert "| fashion | smoke | fid ↓ |" in text
     assert "suite run --task fashion --sampler edm --budget smoke --seeds 2 --results" in text
     assert "sampler.p_mean=0.0" in text
-    assert "1.33×" in text or "not reached" in text
+    # Target: EDM's seed-mean final 10.5, which EDM first reaches at kimg 8 and InfoNoise at
+    # 4 + (10.5 − 14)·4/(6 − 14) = 5.75, so the speed-up is 8/5.75 = 1.39×.
+    assert "1.39×" in text
 
 
 def test_reproduce_command_for_seeds(results: Path):
-    from omegaconf import OmegaConf
 
     from suite.config import compose_run, to_dict
 
     runs = [r for r in next(iter(discover_runs(results).values())) if r.label == "edm"]
     for run in runs:
         run.cfg = to_dict(compose_run("fashion", "edm", "smoke"))
-        assert OmegaConf.create(run.cfg)
     assert reproduce_command(runs, "results") == (
         "suite run --task fashion --sampler edm --budget smoke --seeds 2 --results results"
     )
