@@ -90,8 +90,10 @@ class Resources:
     def describe(self) -> str:
         """Short human-readable summary."""
         where = self.partition or "default partition"
-        return (f"{where}, {self.gpus_per_run} GPU(s), {self.cpus_per_task} CPU(s)/task, {self.mem_gb:g} GB, "
-                f"{self.time_min} min")
+        return (
+            f"{where}, {self.gpus_per_run} GPU(s), {self.cpus_per_task} CPU(s)/task, {self.mem_gb:g} GB, "
+            f"{self.time_min} min"
+        )
 
 
 RESOURCE_KEYS = tuple(f.name for f in fields(Resources))
@@ -198,7 +200,7 @@ def chunked(items: Sequence[T], size: int) -> list[list[T]]:
     """``items`` in consecutive parts of at most ``size`` (array indices 0..size-1 each)."""
     if size < 1:
         raise ValueError(f"chunk size must be positive, got {size}")
-    return [list(items[start:start + size]) for start in range(0, len(items), size)]
+    return [list(items[start : start + size]) for start in range(0, len(items), size)]
 
 
 def executor_parameters(task: str, resources: Resources, profile: Profile) -> dict[str, Any]:
@@ -258,20 +260,23 @@ def _queued(runs: Sequence[PlannedRun]) -> tuple[list[PlannedRun], int]:
 def _record_submission(run: PlannedRun, job: Any, profile: Profile, resources: Resources) -> None:
     job_id = str(job.job_id)
     array_id, _, index = job_id.partition("_")
-    write_json(run.run_dir / SUBMISSION_FILE, {
-        "job_id": job_id,
-        "array_job_id": array_id,
-        "array_index": int(index) if index else None,
-        "submitted": now(),
-        "task": run.cfg.task.name,
-        "budget": run.cfg.budget.name,
-        "sampler": run.run_dir.parent.name,
-        "seed": int(run.cfg.seed),
-        "stdout": str(job.paths.stdout),
-        "stderr": str(job.paths.stderr),
-        "profile": profile.name,
-        "resources": asdict(resources),
-    })
+    write_json(
+        run.run_dir / SUBMISSION_FILE,
+        {
+            "job_id": job_id,
+            "array_job_id": array_id,
+            "array_index": int(index) if index else None,
+            "submitted": now(),
+            "task": run.cfg.task.name,
+            "budget": run.cfg.budget.name,
+            "sampler": run.run_dir.parent.name,
+            "seed": int(run.cfg.seed),
+            "stdout": str(job.paths.stdout),
+            "stderr": str(job.paths.stderr),
+            "profile": profile.name,
+            "resources": asdict(resources),
+        },
+    )
 
 
 def submit(runs: Sequence[PlannedRun], args: argparse.Namespace) -> int:
@@ -312,13 +317,17 @@ def submit(runs: Sequence[PlannedRun], args: argparse.Namespace) -> int:
             for run, job in zip(part, jobs, strict=True):
                 _record_submission(run, job, profile, resources)
             array_id = str(jobs[0].job_id).partition("_")[0]
-            print(f"submitted job {array_id}: {len(part)} run(s) of {task} ({resources.describe()}; "
-                  f"profile {profile.name})")
+            print(
+                f"submitted job {array_id}: {len(part)} run(s) of {task} ({resources.describe()}; "
+                f"profile {profile.name})"
+            )
             for run, job in zip(part, jobs, strict=True):
                 print(f"  {job.job_id:<12} {run.label}")
             submitted += len(part)
-    print(f"{submitted} run(s) submitted, {skipped} skipped; logs in {folder.parent}; "
-          f"see `suite status --results {args.results}`")
+    print(
+        f"{submitted} run(s) submitted, {skipped} skipped; logs in {folder.parent}; "
+        f"see `suite status --results {args.results}`"
+    )
     return 0
 
 

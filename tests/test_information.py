@@ -111,8 +111,15 @@ def _bpsk_mmse(sigma: float) -> float:
         return math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi) * 2.0 / (1.0 + math.exp(min(2 * t, 700.0)))
 
     centre = -math.sqrt(snr)  # where the tanh argument changes sign
-    val, _ = integrate.quad(integrand, -40, 40, points=[centre] if abs(centre) < 40 else None, epsabs=1e-15,
-                            epsrel=1e-13, limit=400)
+    val, _ = integrate.quad(
+        integrand,
+        -40,
+        40,
+        points=[centre] if abs(centre) < 40 else None,
+        epsabs=1e-15,
+        epsrel=1e-13,
+        limit=400,
+    )
     return val
 
 
@@ -205,12 +212,18 @@ def test_gaussian_mixture_single_component_is_exact():
 
 def test_gaussian_mixture_three_components():
     means = torch.tensor([[0.0, 0.0], [3.0, 0.0], [0.0, 4.0]], dtype=F64)
-    covs = torch.stack([0.1 * torch.eye(2, dtype=F64), torch.tensor([[1.0, 0.5], [0.5, 1.0]], dtype=F64),
-                        0.01 * torch.eye(2, dtype=F64)])
+    covs = torch.stack(
+        [
+            0.1 * torch.eye(2, dtype=F64),
+            torch.tensor([[1.0, 0.5], [0.5, 1.0]], dtype=F64),
+            0.01 * torch.eye(2, dtype=F64),
+        ]
+    )
     w = torch.tensor([0.5, 0.3, 0.2], dtype=F64)
     mean = (w[:, None] * means).sum(0)
-    total_var = float((w * (covs.diagonal(dim1=-2, dim2=-1).sum(-1) + means.square().sum(-1))).sum()
-                      - mean.square().sum())
+    total_var = float(
+        (w * (covs.diagonal(dim1=-2, dim2=-1).sum(-1) + means.square().sum(-1))).sum() - mean.square().sum()
+    )
     sigma = torch.logspace(-3, 3, 25, dtype=F64)
     m = gaussian_mixture_mmse(sigma, means, covs, w, n_mc=2048, generator=torch.Generator().manual_seed(3))
     assert bool(torch.all(m > 0)) and bool(torch.all(m < total_var))
@@ -223,8 +236,9 @@ def test_empirical_prior_limits_and_diagnostics():
     # 16 corners of a 4-D hypercube with side 10: nearest-neighbour distance 10, total variance 4·5² = 100.
     data = 10.0 * torch.tensor(list(itertools.product([0.0, 1.0], repeat=4)), dtype=F64)
     sigma = torch.tensor([0.05, 0.5, 1e4, 1e6], dtype=F64)
-    mmse, diag = empirical_prior_mmse(sigma, data, n_queries=64, generator=torch.Generator().manual_seed(4),
-                                      return_diagnostics=True)
+    mmse, diag = empirical_prior_mmse(
+        sigma, data, n_queries=64, generator=torch.Generator().manual_seed(4), return_diagnostics=True
+    )
     assert float(mmse[:2].max()) < 1e-12  # error probability ~exp(−10²/(8σ²)) at σ = 0.5
     assert math.isclose(float(mmse[2]), 100.0, rel_tol=1e-2)
     assert math.isclose(float(mmse[3]), 100.0, rel_tol=1e-5)
@@ -240,10 +254,12 @@ def test_empirical_prior_chunking_is_exact():
     data = torch.randn(37, 6, generator=g, dtype=F64)
     sigma = torch.logspace(-2, 2, 7, dtype=F64)
     kwargs = {"n_queries": 50, "return_diagnostics": True}
-    whole, d_whole = empirical_prior_mmse(sigma, data, generator=torch.Generator().manual_seed(6),
-                                          chunk_size=37, query_batch=50, **kwargs)
-    parts, d_parts = empirical_prior_mmse(sigma, data, generator=torch.Generator().manual_seed(6),
-                                          chunk_size=5, query_batch=7, **kwargs)
+    whole, d_whole = empirical_prior_mmse(
+        sigma, data, generator=torch.Generator().manual_seed(6), chunk_size=37, query_batch=50, **kwargs
+    )
+    parts, d_parts = empirical_prior_mmse(
+        sigma, data, generator=torch.Generator().manual_seed(6), chunk_size=5, query_batch=7, **kwargs
+    )
     assert torch.allclose(whole, parts, rtol=1e-12, atol=1e-14)
     for field in ("max_weight", "effective_count", "entropy", "mmse_stderr"):
         assert torch.allclose(getattr(d_whole, field), getattr(d_parts, field), rtol=1e-10, atol=1e-14)

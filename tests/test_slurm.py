@@ -54,17 +54,37 @@ T = TypeVar("T")
 
 def job_env() -> dict[str, str]:
     """Environment of the CLI and, through sbatch, of the jobs: the test extractor and one thread."""
-    return os.environ | {"PYTHONPATH": str(TESTS), "SUITE_PLUGINS": "fid_extractor", "OMP_NUM_THREADS": "1",
-                         "PYTHONUNBUFFERED": "1"}
+    return os.environ | {
+        "PYTHONPATH": str(TESTS),
+        "SUITE_PLUGINS": "fid_extractor",
+        "OMP_NUM_THREADS": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
 
 
-def suite_args(results: Path, data: Path, sampler: str, *flags: str, overrides: tuple[str, ...] = ()
-               ) -> list[str]:
+def suite_args(
+    results: Path, data: Path, sampler: str, *flags: str, overrides: tuple[str, ...] = ()
+) -> list[str]:
     """``suite run`` of tiny bfashion runs; ``overrides`` replace the TINY values of the same keys."""
     keys = {o.split("=")[0] for o in overrides}
     tiny = [o for o in TINY if o.split("=")[0] not in keys]
-    return [sys.executable, str(TESTS / "run_suite.py"), "run", "--task", "bfashion", "--sampler", sampler,
-            "--budget", "smoke", "--results", str(results), *flags, f"task.root={data}", *tiny, *overrides]
+    return [
+        sys.executable,
+        str(TESTS / "run_suite.py"),
+        "run",
+        "--task",
+        "bfashion",
+        "--sampler",
+        sampler,
+        "--budget",
+        "smoke",
+        "--results",
+        str(results),
+        *flags,
+        f"task.root={data}",
+        *tiny,
+        *overrides,
+    ]
 
 
 def run_cli(args: list[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -97,25 +117,34 @@ def submissions(results: Path) -> dict[str, dict]:
 
 def runs_finished(results: Path, n: int) -> Callable[[], list[dict] | None]:
     """A check: the status rows once all ``n`` runs are done or failed and sacct reports their jobs ended."""
+
     def check() -> list[dict] | None:
         rows = collect(results).to_dict("records")
         finished = [r for r in rows if r["status"] in ("done", "failed") and r["slurm"] in ENDED_STATES]
         return rows if len(finished) == n == len(rows) else None
+
     return check
 
 
 def accounted(array_id: str, expected: dict[str, str]) -> Callable[[], dict[str, str] | None]:
     """A check: sacct's states of the array once they include ``expected``."""
+
     def check() -> dict[str, str] | None:
         states = sacct_states([array_id]) or {}
         return states if all(states.get(k) == v for k, v in expected.items()) else None
+
     return check
 
 
 def requeue_history(job: str) -> list[str]:
     """States of every instance of ``job`` (sacct -D: requeued instances too), oldest first."""
-    out = subprocess.run(["sacct", "-n", "-P", "-D", "-X", "-j", job, "-o", "State"], capture_output=True,
-                         text=True, timeout=30, check=False)
+    out = subprocess.run(
+        ["sacct", "-n", "-P", "-D", "-X", "-j", job, "-o", "State"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     return out.stdout.split() if out.returncode == 0 else []
 
 
@@ -128,8 +157,10 @@ def cancel_jobs(results: Path) -> None:
 
 def metric_rows(results: Path) -> dict[str, list[tuple]]:
     """Sampler label → (kimg, metric, value) of each evaluation."""
-    return {p.parent.parent.name: [(r["kimg"], r["metric"], r["value"]) for r in read_jsonl(p)]
-            for p in results.glob("runs/*/*/seed0/records.jsonl")}
+    return {
+        p.parent.parent.name: [(r["kimg"], r["metric"], r["value"]) for r in read_jsonl(p)]
+        for p in results.glob("runs/*/*/seed0/records.jsonl")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -142,8 +173,13 @@ def sweep(slurm_cluster, data, tmp_path_factory) -> Iterator[tuple[Path, Path, s
     """The tiny sweep of every sampler on SLURM and, meanwhile, locally: (slurm results, local, stdout)."""
     on_slurm, local = tmp_path_factory.mktemp("sweep-slurm"), tmp_path_factory.mktemp("sweep-local")
     submitted = run_cli(suite_args(on_slurm, data, "all", "--launcher", "slurm")).stdout
-    local_run = subprocess.Popen(suite_args(local, data, "all"), env=job_env(), stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE, text=True)
+    local_run = subprocess.Popen(
+        suite_args(local, data, "all"),
+        env=job_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_for("the SLURM sweep", runs_finished(on_slurm, N_SAMPLERS), RUNS_DEADLINE_S)
         _, err = local_run.communicate(timeout=RUNS_DEADLINE_S)
@@ -211,6 +247,7 @@ def test_requeued_run_resumes_from_its_checkpoint(slurm_cluster, data, tmp_path)
                 i = info()
                 ok = i.get("status") == "running" and i.get("slurm_restart_count") == restarts
                 return i if ok and i.get("kimg", 0) >= beyond + 0.1 else None
+
             return check
 
         wait_for("training to start", progressed(None, 0.0), RUNS_DEADLINE_S)
@@ -230,9 +267,11 @@ def test_requeued_run_resumes_from_its_checkpoint(slurm_cluster, data, tmp_path)
     ticks = [r["nimg"] for r in read_jsonl(run_dir / "stats.jsonl")]
     assert ticks == sorted(set(ticks)), "a stats row was written twice"
     # SLURM requeued the task twice (not FAILED) and the last instance completed.
-    history = wait_for("the requeue history in sacct",
-                       lambda: h if (h := requeue_history(job))[-1:] == ["COMPLETED"] else None,
-                       SACCT_DEADLINE_S)
+    history = wait_for(
+        "the requeue history in sacct",
+        lambda: h if (h := requeue_history(job))[-1:] == ["COMPLETED"] else None,
+        SACCT_DEADLINE_S,
+    )
     assert history == ["REQUEUED", "REQUEUED", "COMPLETED"]
 
 
@@ -264,13 +303,24 @@ def small_array_cluster(slurm_cluster, monkeypatch) -> Iterator[str]:
         pytest.skip("starting a second local cluster needs root")
     cluster_dir = tempfile.mkdtemp(prefix="isl4-", dir="/tmp")
     env = {k: v for k, v in os.environ.items() if k != "SLURM_CONF"} | {
-        "SLURM_LOCAL_ACCOUNTING": "0", "SLURM_LOCAL_MAX_ARRAY_SIZE": "4", "SLURM_LOCAL_CTLD_PORT": "6917",
-        "SLURM_LOCAL_SLURMD_PORT": "6918", "SLURM_LOCAL_DBD_PORT": "6919", "SLURM_LOCAL_DB_PORT": "16133"}
+        "SLURM_LOCAL_ACCOUNTING": "0",
+        "SLURM_LOCAL_MAX_ARRAY_SIZE": "4",
+        "SLURM_LOCAL_CTLD_PORT": "6917",
+        "SLURM_LOCAL_SLURMD_PORT": "6918",
+        "SLURM_LOCAL_DBD_PORT": "6919",
+        "SLURM_LOCAL_DB_PORT": "16133",
+    }
 
     def script(cmd: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["bash", str(REPO / "slurm" / "local-cluster.sh"), cmd, cluster_dir],
-                              env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
-                              check=False)
+        return subprocess.run(
+            ["bash", str(REPO / "slurm" / "local-cluster.sh"), cmd, cluster_dir],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
 
     up = script("up")
     try:
@@ -287,8 +337,12 @@ def small_array_cluster(slurm_cluster, monkeypatch) -> Iterator[str]:
 def test_runs_are_split_at_the_clusters_max_array_size(small_array_cluster, data, tmp_path, capsys):
     assert max_array_size() == 4
     # Keep the jobs pending: nothing needs to run to see how they were split.
-    subprocess.run(["scontrol", "update", "nodename=localhost", "state=drain", "reason=test"], check=True,
-                   capture_output=True, timeout=30)
+    subprocess.run(
+        ["scontrol", "update", "nodename=localhost", "state=drain", "reason=test"],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
     results = tmp_path / "chunked"
     runs = plan_runs("bfashion", "all", "smoke", 1, results, [f"task.root={data}", *TINY])
     args = build_parser().parse_args(["run", "--task=bfashion", "--launcher=slurm", f"--results={results}"])
@@ -356,14 +410,23 @@ def test_executor_parameters_give_one_task_per_gpu():
 
 def test_parse_sacct_expands_pending_array_ranges():
     text = "12_0|COMPLETED\n12_[1-3,5%2]|PENDING\n13|CANCELLED by 0\n14_4|RUNNING\n"
-    assert parse_sacct(text) == {"12_0": "COMPLETED", "12_1": "PENDING", "12_2": "PENDING", "12_3": "PENDING",
-                                 "12_5": "PENDING", "13": "CANCELLED", "14_4": "RUNNING"}
+    assert parse_sacct(text) == {
+        "12_0": "COMPLETED",
+        "12_1": "PENDING",
+        "12_2": "PENDING",
+        "12_3": "PENDING",
+        "12_5": "PENDING",
+        "13": "CANCELLED",
+        "14_4": "RUNNING",
+    }
 
 
 def test_last_error_line_skips_sruns_own_lines(tmp_path):
     log = tmp_path / "job_log.err"
-    log.write_text("Traceback (most recent call last):\n  File 'x'\nValueError: bad\n"
-                   "srun: error: localhost: task 0: Exited with exit code 1\n\n")
+    log.write_text(
+        "Traceback (most recent call last):\n  File 'x'\nValueError: bad\n"
+        "srun: error: localhost: task 0: Exited with exit code 1\n\n"
+    )
     assert last_error_line(log) == "ValueError: bad"
     assert last_error_line(tmp_path / "missing.err") == ""
 
