@@ -18,6 +18,11 @@ and unpack it on the GPU machine, which reaches no network.
 and checks that the wheels, the packed data and the repository's own files fit in 64 MiB (exit 1 if not).
 The full grayscale training set (26 MB gzipped) and the fp32 weights (96 MB) do not fit beside each other.
 
+``.gpu_carry/`` is added to ``.git/info/exclude`` (``.whl/`` is in ``.gitignore``), so both travel only
+where a device call names them in ``carry``. Nothing else is carried: the CIFAR-10 benches run on data
+that ``Task.example_data`` writes on the GPU machine from the photographs scikit-image and scikit-learn
+ship (both are in the GPU image).
+
 ``unpack`` (on the GPU machine) writes the ``bfashion`` IDX files (bits → 0/255, which the threshold
 binarisation maps back to the same bits), the ``fashion`` subset and the fp32 weights restored under the
 suite's converted-weights name, and adds what it did to the manifest.
@@ -46,13 +51,28 @@ from suite.datasets import load_idx_images, write_idx  # noqa: E402
 WHEELS = ("hydra-core", "omegaconf", "antlr4-python3-runtime", "submitit", "torch-fidelity", "mlxtend")
 FASHION_FOLDER = "/usr/share/datasets/fashion-mnist"
 FASHION_SUBSET = 10_000
-HALF_MIN_NUMEL = 4096          # tensors at least this large travel in fp16
+HALF_MIN_NUMEL = 4096  # tensors at least this large travel in fp16
 LIMIT_MIB = 64
 # Folders that never travel with the working tree (ignored by .gitignore / .git/info/exclude).
-NOT_TRAVELLING = {".git", ".venv", ".whl", ".gpu_carry", ".gl", "__pycache__", ".pytest_cache", ".ruff_cache",
-                  "build", "runs", "cache"}
-BITS_FILE, SUBSET_DIR, WEIGHTS_FILE, MANIFEST = "bfashion-bits.npz", "fashion-subset", "inception-fp16.pt", \
-    "manifest.json"
+NOT_TRAVELLING = {
+    ".git",
+    ".venv",
+    ".whl",
+    ".gpu_carry",
+    ".gl",
+    "__pycache__",
+    ".pytest_cache",
+    ".ruff_cache",
+    "build",
+    "runs",
+    "cache",
+}
+BITS_FILE, SUBSET_DIR, WEIGHTS_FILE, MANIFEST = (
+    "bfashion-bits.npz",
+    "fashion-subset",
+    "inception-fp16.pt",
+    "manifest.json",
+)
 
 
 def sha256(path: Path) -> str:
@@ -74,8 +94,11 @@ def repo_bytes(root: Path = REPO) -> int:
     total = 0
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d not in NOT_TRAVELLING and not d.endswith(".egg-info")]
-        total += sum(os.path.getsize(os.path.join(dirpath, f)) for f in filenames
-                     if not os.path.islink(os.path.join(dirpath, f)))
+        total += sum(
+            os.path.getsize(os.path.join(dirpath, f))
+            for f in filenames
+            if not os.path.islink(os.path.join(dirpath, f))
+        )
     return total
 
 
@@ -89,8 +112,21 @@ def fetch_wheels(dest: Path) -> list[str]:
         stem = f"{name.replace('-', '_')}-{version}-"
         found = [p for p in dest.glob("*.whl") if p.name.lower().startswith(stem.lower())]
         if not found:
-            subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                            "--disable-pip-version-check", "-w", str(dest), f"{name}=={version}"], check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "wheel",
+                    "-q",
+                    "--no-deps",
+                    "--disable-pip-version-check",
+                    "-w",
+                    str(dest),
+                    f"{name}=={version}",
+                ],
+                check=True,
+            )
             found = [p for p in dest.glob("*.whl") if p.name.lower().startswith(stem.lower())]
         if len(found) != 1 or not found[0].name.endswith("-py3-none-any.whl"):
             raise RuntimeError(f"expected one pure-Python wheel of {name} {version} in {dest}, found {found}")
@@ -103,10 +139,17 @@ def pack_bits(images: np.ndarray, labels: np.ndarray, path: Path) -> dict:
     from suite.image_task import binarize
 
     bits = binarize(images, "threshold")
-    np.savez_compressed(path, bits=np.packbits(bits.reshape(len(bits), -1), axis=1),
-                        shape=np.array(bits.shape), labels=labels.astype(np.uint8))
-    return {"images": len(bits), "binarization": "threshold (p/255 > 0.5)",
-            "packed": "numpy.packbits, row-major"}
+    np.savez_compressed(
+        path,
+        bits=np.packbits(bits.reshape(len(bits), -1), axis=1),
+        shape=np.array(bits.shape),
+        labels=labels.astype(np.uint8),
+    )
+    return {
+        "images": len(bits),
+        "binarization": "threshold (p/255 > 0.5)",
+        "packed": "numpy.packbits, row-major",
+    }
 
 
 def pack_subset(images: np.ndarray, labels: np.ndarray, folder: Path, n: int) -> dict:
@@ -131,17 +174,32 @@ def pack_weights(src: Path, dst: Path) -> dict:
             packed[key], half = value.to(torch.float16), half + value.numel()
         else:
             packed[key] = value
-    torch.save({"state": packed, "fc_shapes": {k: list(state[k].shape) for k in state if k.startswith("fc.")},
-                "fc_zero": fc_zero}, dst)
+    torch.save(
+        {
+            "state": packed,
+            "fc_shapes": {k: list(state[k].shape) for k in state if k.startswith("fc.")},
+            "fc_zero": fc_zero,
+        },
+        dst,
+    )
     restored = restore_weights(dst)
-    errors = [((restored[k] - v).abs().max() / v.abs().max().clamp(min=1e-30)).item()
-              for k, v in state.items() if v.is_floating_point() and v.numel() >= HALF_MIN_NUMEL]
+    errors = [
+        ((restored[k] - v).abs().max() / v.abs().max().clamp(min=1e-30)).item()
+        for k, v in state.items()
+        if v.is_floating_point() and v.numel() >= HALF_MIN_NUMEL
+    ]
     total = sum(v.numel() for v in state.values())
-    return {"source": str(src), "source_sha256": sha256(src), "source_bytes": src.stat().st_size,
-            "half_precision_parameters": half, "parameters": total,
-            "fp16_tensors": f"floating tensors with >= {HALF_MIN_NUMEL} elements (the conv weights)",
-            "fp32_tensors": "batch-norm statistics and biases (and num_batches_tracked)",
-            "fc_dropped_as_zero": fc_zero, "max_relative_error_fp16": max(errors)}
+    return {
+        "source": str(src),
+        "source_sha256": sha256(src),
+        "source_bytes": src.stat().st_size,
+        "half_precision_parameters": half,
+        "parameters": total,
+        "fp16_tensors": f"floating tensors with >= {HALF_MIN_NUMEL} elements (the conv weights)",
+        "fp32_tensors": "batch-norm statistics and biases (and num_batches_tracked)",
+        "fc_dropped_as_zero": fc_zero,
+        "max_relative_error_fp16": max(errors),
+    }
 
 
 def restore_weights(path: Path) -> dict:
@@ -165,7 +223,7 @@ def check_fd(weights_fp32: Path, state16: dict, images: np.ndarray, n: int) -> d
     from suite.metrics.fid import FrechetDistance
 
     first = torch.from_numpy(images[:n, None].copy())
-    second = torch.from_numpy(images[n: 2 * n, None].copy())
+    second = torch.from_numpy(images[n : 2 * n, None].copy())
     with tempfile.TemporaryDirectory() as tmp:
         restored = Path(tmp) / "restored.pth"
         torch.save(state16, restored)
@@ -173,8 +231,12 @@ def check_fd(weights_fp32: Path, state16: dict, images: np.ndarray, n: int) -> d
         for label, weights in (("fp32", weights_fp32), ("fp16_round_trip", restored)):
             fd = FrechetDistance(weights_path=weights, cuda=False, cache_dir=Path(tmp) / label)
             values[label] = fd(first, second)
-    return {"images_per_set": n, "fd_fp32": values["fp32"], "fd_fp16_round_trip": values["fp16_round_trip"],
-            "relative_difference": abs(values["fp16_round_trip"] - values["fp32"]) / values["fp32"]}
+    return {
+        "images_per_set": n,
+        "fd_fp32": values["fp32"],
+        "fd_fp16_round_trip": values["fp16_round_trip"],
+        "relative_difference": abs(values["fp16_round_trip"] - values["fp32"]) / values["fp32"],
+    }
 
 
 def budget_report(carry: Path, wheels: Path, limit_mib: float) -> tuple[dict, bool]:
@@ -183,8 +245,30 @@ def budget_report(carry: Path, wheels: Path, limit_mib: float) -> tuple[dict, bo
     for item in sorted(carry.iterdir()):
         parts[f".gpu_carry/{item.name}"] = folder_bytes(item) if item.is_dir() else item.stat().st_size
     total = sum(parts.values())
-    return {"parts_bytes": parts, "total_bytes": total, "limit_bytes": int(limit_mib * 2**20)}, \
-        total <= limit_mib * 2**20
+    return {
+        "parts_bytes": parts,
+        "total_bytes": total,
+        "limit_bytes": int(limit_mib * 2**20),
+    }, total <= limit_mib * 2**20
+
+
+def exclude_from_git(folder: Path, root: Path = REPO) -> None:
+    """Add ``folder`` (inside the repository) to ``.git/info/exclude`` unless git already ignores it."""
+    try:
+        relative = folder.resolve().relative_to(root)
+    except ValueError:
+        return  # outside the repository
+    ignored = subprocess.run(["git", "-C", str(root), "check-ignore", "-q", str(relative)], check=False)
+    if ignored.returncode != 1:  # 0: already ignored; 128: not a git checkout (or git failed)
+        return
+    found = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--git-dir"], check=True, capture_output=True, text=True
+    )
+    git_dir = found.stdout.strip()
+    exclude = (root / git_dir / "info" / "exclude").resolve()
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    with open(exclude, "a") as handle:
+        handle.write(f"/{relative.as_posix()}/\n")
 
 
 def pack(args: argparse.Namespace) -> int:
@@ -192,6 +276,7 @@ def pack(args: argparse.Namespace) -> int:
 
     carry, wheels = Path(args.carry), Path(args.wheels)
     carry.mkdir(parents=True, exist_ok=True)
+    exclude_from_git(carry)
     loaded = load_idx_images(args.fashion)
     if loaded is None:
         raise FileNotFoundError(f"no Fashion-MNIST training IDX files in {args.fashion}")
@@ -204,25 +289,33 @@ def pack(args: argparse.Namespace) -> int:
         "fashion_subset": pack_subset(images, labels, carry / SUBSET_DIR, args.subset) | source,
         "inception": pack_weights(weights, carry / WEIGHTS_FILE),
         "note": "The FID Inception-v3 weights travelled in half precision (conv weights fp16, the rest fp32) "
-                "and were restored to fp32 on the GPU machine: FID values carry that rounding.",
+        "and were restored to fp32 on the GPU machine: FID values carry that rounding.",
     }
     if args.check:
-        manifest["inception"]["fd_check"] = check_fd(weights, restore_weights(carry / WEIGHTS_FILE), images,
-                                                      args.check)
-    manifest["files"] = {str(p.relative_to(carry)): {"bytes": p.stat().st_size, "sha256": sha256(p)}
-                         for p in sorted(carry.rglob("*")) if p.is_file() and p.name != MANIFEST}
+        manifest["inception"]["fd_check"] = check_fd(
+            weights, restore_weights(carry / WEIGHTS_FILE), images, args.check
+        )
+    manifest["files"] = {
+        str(p.relative_to(carry)): {"bytes": p.stat().st_size, "sha256": sha256(p)}
+        for p in sorted(carry.rglob("*"))
+        if p.is_file() and p.name != MANIFEST
+    }
     (carry / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     budget, fits = budget_report(carry, wheels, args.limit_mib)
     manifest["carry_budget"] = budget
     (carry / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     for name, size in budget["parts_bytes"].items():
         print(f"{size / 2**20:8.2f} MiB  {name}")
-    print(f"{budget['total_bytes'] / 2**20:8.2f} MiB  total, limit {args.limit_mib:g} MiB: "
-          f"{'fits' if fits else 'DOES NOT FIT'}")
+    print(
+        f"{budget['total_bytes'] / 2**20:8.2f} MiB  total, limit {args.limit_mib:g} MiB: "
+        f"{'fits' if fits else 'DOES NOT FIT'}"
+    )
     if "fd_check" in manifest["inception"]:
         check = manifest["inception"]["fd_check"]
-        print(f"FD fp32 {check['fd_fp32']:.4f} vs fp16 round trip {check['fd_fp16_round_trip']:.4f} "
-              f"({check['images_per_set']} vs {check['images_per_set']} real images)")
+        print(
+            f"FD fp32 {check['fd_fp32']:.4f} vs fp16 round trip {check['fd_fp16_round_trip']:.4f} "
+            f"({check['images_per_set']} vs {check['images_per_set']} real images)"
+        )
     return 0 if fits else 1
 
 
@@ -251,11 +344,17 @@ def unpack(args: argparse.Namespace) -> int:
     from torch_fidelity.feature_extractor_inceptionv3 import FeatureExtractorInceptionV3
 
     FeatureExtractorInceptionV3("inception-v3-compat", ["2048"], feature_extractor_weights_path=str(weights))
-    manifest["unpacked"] = {"bfashion_idx": str(dest / "bfashion"), "fashion_idx": str(dest / "fashion"),
-                            "inception_fp32": str(weights), "inception_fp32_sha256": sha256(weights)}
+    manifest["unpacked"] = {
+        "bfashion_idx": str(dest / "bfashion"),
+        "fashion_idx": str(dest / "fashion"),
+        "inception_fp32": str(weights),
+        "inception_fp32_sha256": sha256(weights),
+    }
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-    print(f"bfashion IDX ({shape[0]} images) -> {dest / 'bfashion'}; fashion subset -> {dest / 'fashion'}; "
-          f"Inception fp32 (restored from fp16) -> {weights}")
+    print(
+        f"bfashion IDX ({shape[0]} images) -> {dest / 'bfashion'}; fashion subset -> {dest / 'fashion'}; "
+        f"Inception fp32 (restored from fp16) -> {weights}"
+    )
     return 0
 
 
