@@ -7,26 +7,11 @@ from pathlib import Path
 
 import pytest
 from datagen import write_mnist_format
+from test_training import TINY
 
 from suite.records import read_jsonl
 
 TESTS = Path(__file__).resolve().parent
-TINY = [
-    "budget.kimg=0.384",
-    "budget.batch=16",
-    "budget.tick_kimg=0.064",
-    "budget.checkpoint_kimg=0.128",
-    "budget.eval_points=2",
-    "budget.eval.samples=16",
-    "budget.eval.reference=32",
-    "budget.eval.batch_size=16",
-    "task.metrics.fid.feature_extractor=rand-test",
-    "task.networks.smoke.model_channels=8",
-    "budget.lr_rampup_kimg=0.1",
-    "budget.adaptive.warmup_steps=4",
-    "budget.adaptive.refresh_every=2",
-    "task.solver_steps=4",
-]
 
 
 def suite(*args: str) -> subprocess.CompletedProcess[str]:
