@@ -71,19 +71,27 @@ class ImageTask(Task):
     def sample_shape(self) -> tuple[int, ...]:
         return (int(self.cfg["channels"]), int(self.cfg["resolution"]), int(self.cfg["resolution"]))
 
-    def encode_images(self, images: np.ndarray) -> Tensor:
-        """uint8 [N, C, H, W] → model space: {−1, +1} bits when binarised, else p/127.5 − 1."""
+    def stored_images(self, images: np.ndarray) -> Tensor:
+        """What the split holds, uint8 [N, C, H, W]: the pixels, or their {0, 1} bits when binarised."""
         if self.binary:
-            return torch.from_numpy(binarize(images, self.cfg["binarize"])).to(torch.float32) * 2 - 1
-        return torch.from_numpy(images).to(torch.float32) / 127.5 - 1
+            return torch.from_numpy(binarize(images, self.cfg["binarize"]))
+        return torch.from_numpy(np.ascontiguousarray(images))
+
+    def encode(self, stored: Tensor) -> Tensor:
+        """A batch of stored images → model space: {−1, +1} bits when binarised, else p/127.5 − 1."""
+        if self.binary:
+            return stored.to(torch.float32) * 2 - 1
+        return stored.to(torch.float32) / 127.5 - 1
 
     def load(self) -> TaskData:
         read = self.load_images()
         images = read.images[:, None] if read.images.ndim == 3 else read.images
-        stored = (images.shape[1], int(self.cfg["resolution"]), int(self.cfg["resolution"]))
-        if images.shape[2:] != stored[1:]:
-            raise ValueError(f"{self.name}: loaded images of shape {images.shape[1:]}, config says {stored}")
-        x = self.encode_images(images)
+        side = int(self.cfg["resolution"])
+        expected = (images.shape[1], side, side)
+        if images.shape[2:] != expected[1:]:
+            raise ValueError(
+                f"{self.name}: loaded images of shape {images.shape[1:]}, config says {expected}"
+            )
         variant = read.variant + (f", binarized ({self.cfg['binarize']})" if self.binary else "")
         cond = {}
         if self.num_classes:
@@ -91,7 +99,7 @@ class ImageTask(Task):
                 raise ValueError(f"{self.name} is class-conditional but {read.source} holds no labels")
             labels = torch.from_numpy(read.labels.astype(np.int64))
             cond["class_labels"] = nn.functional.one_hot(labels, self.num_classes).to(torch.float32)
-        split = TensorSplit(x, cond)
+        split = TensorSplit(self.stored_images(images), cond, encode=self.encode)
         fingerprint = content_fingerprint(images, *(() if read.labels is None else (read.labels,)))
         info = {"sigma_data": float(self.cfg["sigma_data"]), "encoding": self.encoding}
         return TaskData(split, split, variant, read.stand_in, fingerprint, read.source, info)

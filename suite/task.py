@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -59,15 +59,23 @@ class Split(ABC):
 
 
 class TensorSplit(Split):
-    """A split held in memory; copied to a device on first use and kept there (small data sets)."""
+    """A split held in memory; copied to a device on first use and kept there.
 
-    def __init__(self, x: Tensor, cond: Cond | None = None) -> None:
+    ``encode`` maps the gathered rows of ``x`` to model space on the device, so that a data set can be
+    held in its compact stored form (uint8 images: 4× smaller than float32, 32× smaller than their
+    float32 analog bits) and expanded one batch at a time.
+    """
+
+    def __init__(
+        self, x: Tensor, cond: Cond | None = None, encode: Callable[[Tensor], Tensor] | None = None
+    ) -> None:
         cond = dict(cond or {})
         for key, value in cond.items():
             if value.shape[0] != x.shape[0]:
                 raise ValueError(f"condition {key!r} has {value.shape[0]} rows for {x.shape[0]} examples")
         self.x = x
         self.cond = cond
+        self.encode = encode
         self._on: dict[torch.device, tuple[Tensor, Cond]] = {}
 
     def __len__(self) -> int:
@@ -79,7 +87,10 @@ class TensorSplit(Split):
             self._on[device] = (self.x.to(device), {k: v.to(device) for k, v in self.cond.items()})
         x, cond = self._on[device]
         indices = indices.to(device)
-        return Batch(x[indices], {k: v[indices] for k, v in cond.items()})
+        rows = x[indices]
+        return Batch(
+            rows if self.encode is None else self.encode(rows), {k: v[indices] for k, v in cond.items()}
+        )
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-import torch
 from torch import Tensor, nn
 
 from suite import analog_bits
@@ -49,8 +47,9 @@ class DigitizedCIFAR10(CIFAR10):
     def encoding(self) -> str:
         return f"analog bits: {self.bits} bits per 8-bit channel, most significant first, bit b -> 2b - 1"
 
-    def encode_images(self, images: np.ndarray) -> Tensor:
-        return analog_bits.encode(torch.from_numpy(np.ascontiguousarray(images)), self.bits)
+    def encode(self, stored: Tensor) -> Tensor:
+        """A batch of uint8 images → analog bits (the split holds the images, 1/32 of their bits' size)."""
+        return analog_bits.encode(stored, self.bits)
 
     def decode(self, x: Tensor, model: nn.Module | None) -> Tensor:
         """Threshold every analog bit at 0 and reassemble uint8 images [N, 3, 32, 32]."""

@@ -125,7 +125,8 @@ def test_example_data_loads_through_the_real_reader(name, examples):
     task = make_task(name, examples[name])
     data = task.load()
     batch = data.train.batch(torch.arange(12), torch.device("cpu"))
-    assert batch.x0.shape == (12, *task.sample_shape)
+    assert batch.x0.shape == (12, *task.sample_shape) and batch.x0.dtype == torch.float32
+    assert data.train.x.dtype == torch.uint8  # held as stored pixels, expanded one batch at a time
     assert data.stand_in and "not" in data.variant  # example files are not the official data set
     assert len(data.fingerprint) == 16 and data.info["sigma_data"] == float(task.cfg["sigma_data"])
     if name == "cifar10_cond":
