@@ -43,10 +43,20 @@ class Objective(ABC):
 
 
 class GaussianX0Objective(Objective):
-    """w(σ)·importance·‖D(x₀ + σε; σ) − x₀‖², the squared error summed over every non-batch dimension."""
+    """w(σ)·importance·‖D(x₀ + σε; σ) − x₀‖², the squared error summed over every non-batch dimension.
+
+    ``denoise`` is the one place a subclass changes: it may return a per-sample auxiliary loss (a
+    cross-entropy on the denoiser's logits, say) that is added to the weighted error and is not observed.
+    """
 
     def __init__(self, weight: LossWeight) -> None:
         self.weight = weight
+
+    def denoise(
+        self, model: nn.Module, x: Tensor, sigma: Tensor, cond: dict[str, Tensor], x0: Tensor
+    ) -> tuple[Tensor, Tensor | None]:
+        """D(x; σ) and an optional per-sample auxiliary loss [N] (none here)."""
+        return model(x, sigma, **cond), None
 
     def losses(
         self,
@@ -61,8 +71,11 @@ class GaussianX0Objective(Objective):
             raise ValueError(f"noise shape {tuple(noise.shape)} differs from data shape {tuple(x0.shape)}")
         sigma = sigma.to(device=x0.device, dtype=torch.float32)
         x = x0 + sigma.reshape(-1, *([1] * (x0.ndim - 1))) * noise
-        error = (model(x, sigma, **cond) - x0).square().flatten(1).sum(dim=1)
+        denoised, auxiliary = self.denoise(model, x, sigma, cond, x0)
+        error = (denoised - x0).square().flatten(1).sum(dim=1)
         weighted = self.weight(sigma) * error
+        if auxiliary is not None:
+            weighted = weighted + auxiliary
         if importance is not None:
             weighted = weighted * importance
         return weighted, error.detach()

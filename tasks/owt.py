@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from suite.metrics import Metric
-from suite.objectives import Objective
+from suite.objectives import GaussianX0Objective, Objective
 from suite.task import TASKS, Batch, Split, Task, TaskData, content_fingerprint
 from suite.text import (
     MINILM_TOKENIZER,
@@ -66,7 +66,7 @@ def _text_net(model: nn.Module) -> TextTransformer:
     return model
 
 
-class EmbeddingObjective(Objective):
+class EmbeddingObjective(GaussianX0Objective):
     """w(σ)·importance·‖D(x₀ + σε; σ) − x₀‖² + importance·ce_weight·CE, with x₀ the normalised embeddings.
 
     Observed (for adaptive samplers): the unweighted squared error alone. The cross-entropy targets are
@@ -76,7 +76,7 @@ class EmbeddingObjective(Objective):
     def __init__(self, weight: LossWeight, ce_weight: float) -> None:
         if ce_weight < 0:
             raise ValueError(f"ce_weight must be ≥ 0, got {ce_weight}")
-        self.weight = weight
+        super().__init__(weight)
         self.ce_weight = float(ce_weight)
 
     def encode(self, model: nn.Module, x0: Tensor) -> Tensor:
@@ -84,30 +84,18 @@ class EmbeddingObjective(Objective):
             raise ValueError(f"the text objective encodes token indices, got {x0.dtype}")
         return _text_net(model).embed(x0)
 
-    def losses(
-        self,
-        model: nn.Module,
-        x0: Tensor,
-        sigma: Tensor,
-        noise: Tensor,
-        cond: dict[str, Tensor],
-        importance: Tensor | None = None,
-    ) -> tuple[Tensor, Tensor]:
-        if noise.shape != x0.shape:
-            raise ValueError(f"noise shape {tuple(noise.shape)} differs from data shape {tuple(x0.shape)}")
-        sigma = sigma.to(device=x0.device, dtype=torch.float32)
-        x = x0 + sigma.reshape(-1, 1, 1) * noise
+    def denoise(
+        self, model: nn.Module, x: Tensor, sigma: Tensor, cond: dict[str, Tensor], x0: Tensor
+    ) -> tuple[Tensor, Tensor | None]:
+        """D(x; σ) and ce_weight·CE of the denoiser's logits against the tokens of x₀ (none at weight 0)."""
         sink = LogitsSink() if self.ce_weight else None
-        error = (model(x, sigma, **cond, logits_out=sink) - x0).square().flatten(1).sum(dim=1)
-        weighted = self.weight(sigma) * error
-        if sink is not None and sink.logits is not None:
-            with torch.no_grad():
-                targets = _text_net(model).nearest_tokens(x0)
-            ce = F.cross_entropy(sink.logits.float().transpose(1, 2), targets, reduction="none").sum(dim=1)
-            weighted = weighted + self.ce_weight * ce
-        if importance is not None:
-            weighted = weighted * importance
-        return weighted, error.detach()
+        denoised = model(x, sigma, **cond, logits_out=sink)
+        if sink is None or sink.logits is None:
+            return denoised, None
+        with torch.no_grad():
+            targets = _text_net(model).nearest_tokens(x0)
+        ce = F.cross_entropy(sink.logits.float().transpose(1, 2), targets, reduction="none").sum(dim=1)
+        return denoised, self.ce_weight * ce
 
 
 class TokenBlocks(Split):
