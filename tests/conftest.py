@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from subprocesses import cluster_script
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,24 +29,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT / "tests") not in sys.path:
     sys.path.insert(0, str(REPO_ROOT / "tests"))
 
-LOCAL_CLUSTER_SCRIPT = REPO_ROOT / "slurm" / "local-cluster.sh"
-
 # apt-get install on a fresh machine dominates; the script bounds its own waits.
 _UP_TIMEOUT_S = 900
 _DOWN_TIMEOUT_S = 300
-
-
-def _run_script(cmd: str, cluster_dir: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "SLURM_CONF"}
-    return subprocess.run(
-        ["bash", str(LOCAL_CLUSTER_SCRIPT), cmd, cluster_dir],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 @pytest.fixture(scope="session")
@@ -69,12 +55,12 @@ def slurm_cluster() -> Iterator[str]:
     # Short path: munge/MariaDB/slurmstepd sockets live under it.
     cluster_dir = tempfile.mkdtemp(prefix="isl-", dir="/tmp")
     try:
-        up = _run_script("up", cluster_dir, _UP_TIMEOUT_S)
+        up = cluster_script("up", cluster_dir, _UP_TIMEOUT_S)
     except subprocess.TimeoutExpired as exc:
-        _run_script("purge", cluster_dir, _DOWN_TIMEOUT_S)
+        cluster_script("purge", cluster_dir, _DOWN_TIMEOUT_S)
         pytest.fail(f"local-cluster.sh up timed out after {exc.timeout} s", pytrace=False)
     if up.returncode != 0:
-        _run_script("purge", cluster_dir, _DOWN_TIMEOUT_S)
+        cluster_script("purge", cluster_dir, _DOWN_TIMEOUT_S)
         pytest.fail(
             f"local-cluster.sh up {cluster_dir} failed (exit {up.returncode}):\n{up.stderr}{up.stdout}",
             pytrace=False,
@@ -86,6 +72,6 @@ def slurm_cluster() -> Iterator[str]:
         try:
             yield conf
         finally:
-            down = _run_script("purge", cluster_dir, _DOWN_TIMEOUT_S)
+            down = cluster_script("purge", cluster_dir, _DOWN_TIMEOUT_S)
             if down.returncode != 0:
                 print(f"local-cluster.sh purge {cluster_dir} failed:\n{down.stderr}")

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 import torch
 from datagen import write_mnist_format
+from subprocesses import cli_env
 
 from suite.checkpoint import list_checkpoints
 from suite.records import read_jsonl
@@ -73,10 +74,9 @@ def command(results: Path, data: Path) -> list[str]:
     ]
 
 
-def environment(fault: str | None = None) -> dict[str, str]:
-    env = os.environ | {"PYTHONPATH": str(TESTS), "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-    env.pop("SUITE_FAULT", None)
-    return env | ({"SUITE_FAULT": fault} if fault else {})
+def environment(fault: str | None) -> dict[str, str]:
+    """The CLI's environment, with ``SUITE_FAULT`` set when a fault is injected."""
+    return cli_env(**({"SUITE_FAULT": fault} if fault else {}))
 
 
 def launch(results: Path, data: Path, fault: str | None = None) -> subprocess.Popen:

@@ -25,6 +25,7 @@ from typing import TypeVar
 
 import pytest
 from datagen import write_mnist_format
+from subprocesses import cli_env, cluster_script
 from test_training import TINY
 
 from suite.cli import build_parser
@@ -54,13 +55,8 @@ T = TypeVar("T")
 
 
 def job_env() -> dict[str, str]:
-    """Environment of the CLI and, through sbatch, of the jobs: the test extractor and one thread."""
-    return os.environ | {
-        "PYTHONPATH": str(TESTS),
-        "SUITE_PLUGINS": "fid_extractor",
-        "OMP_NUM_THREADS": "1",
-        "PYTHONUNBUFFERED": "1",
-    }
+    """Environment of the CLI and, through sbatch, of the jobs: the test extractor registered."""
+    return cli_env(SUITE_PLUGINS="fid_extractor")
 
 
 def suite_args(
@@ -314,7 +310,7 @@ def small_array_cluster(slurm_cluster, monkeypatch) -> Iterator[str]:
     if os.geteuid() != 0:
         pytest.skip("starting a second local cluster needs root")
     cluster_dir = tempfile.mkdtemp(prefix="isl4-", dir="/tmp")
-    env = {k: v for k, v in os.environ.items() if k != "SLURM_CONF"} | {
+    env = {
         "SLURM_LOCAL_ACCOUNTING": "0",
         "SLURM_LOCAL_MAX_ARRAY_SIZE": "4",
         "SLURM_LOCAL_CTLD_PORT": "6917",
@@ -324,15 +320,7 @@ def small_array_cluster(slurm_cluster, monkeypatch) -> Iterator[str]:
     }
 
     def script(cmd: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["bash", str(REPO / "slurm" / "local-cluster.sh"), cmd, cluster_dir],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        return cluster_script(cmd, cluster_dir, 120, **env)
 
     up = script("up")
     try:

@@ -1,0 +1,34 @@
+"""How tests start the CLI and the local SLURM cluster script in subprocesses."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+LOCAL_CLUSTER_SCRIPT = TESTS.parent / "slurm" / "local-cluster.sh"
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """Environment of a CLI subprocess: this folder importable (``run_suite.py``, the test extractor), one
+    thread, unbuffered output, no inherited fault injection; ``extra`` added."""
+    env = os.environ | {"PYTHONPATH": str(TESTS), "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    env.pop("SUITE_FAULT", None)
+    return env | extra
+
+
+def cluster_script(
+    cmd: str, cluster_dir: str, timeout: float, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    """``slurm/local-cluster.sh CMD DIR`` outside any cluster the caller points at (no SLURM_CONF)."""
+    env = {k: v for k, v in os.environ.items() if k != "SLURM_CONF"} | extra
+    return subprocess.run(
+        ["bash", str(LOCAL_CLUSTER_SCRIPT), cmd, cluster_dir],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
