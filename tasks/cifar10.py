@@ -116,7 +116,7 @@ def load_cifar10_images(cfg: Mapping[str, Any]) -> Images:
         )
         images, labels = read_cifar10(path)
         variant = (
-            f"stand-in: {n} random 32×32 crops of {len(STANDIN_PHOTOS)} photographs shipped by scikit-image/"
+            f"{n} random 32×32 crops of {len(STANDIN_PHOTOS)} photographs shipped by scikit-image/"
             "scikit-learn (label = photograph), written as CIFAR-10 python batches"
         )
         return Images(images, labels, variant, True, str(path))

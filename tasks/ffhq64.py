@@ -73,7 +73,7 @@ class FFHQ64(EDMImageTask):
             )
             images, _ = read_edm_archive(path)
             variant = (
-                f"stand-in: {n} random {RESOLUTION}×{RESOLUTION} crops of {len(STANDIN_PHOTOS)} photographs "
+                f"{n} random {RESOLUTION}×{RESOLUTION} crops of {len(STANDIN_PHOTOS)} photographs "
                 "shipped by scikit-image/scikit-learn, written as an EDM zip"
             )
             return Images(images, None, variant, True, str(path))

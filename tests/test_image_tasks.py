@@ -194,7 +194,7 @@ def test_missing_data_says_what_to_do(name, hint, tmp_path, monkeypatch):
 def test_smoke_budget_builds_a_marked_stand_in_in_the_data_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("SUITE_DATA", str(tmp_path))
     data = make_task("cifar10_cond", {"standin_images": 30}).load()
-    assert data.stand_in and data.variant.startswith("stand-in:") and "scikit-image" in data.variant
+    assert data.stand_in and "crops" in data.variant and "scikit-image" in data.variant
     assert len(data.train) == 30 and str(tmp_path) in data.source
     cond = data.train.batch(torch.arange(30), torch.device("cpu")).cond["class_labels"]
     assert torch.equal(cond.sum(0), torch.full((10,), 3.0))
