@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
 LOCAL_CLUSTER_SCRIPT = TESTS.parent / "slurm" / "local-cluster.sh"
+
+
+def cli_command(*args: str) -> list[str]:
+    """``suite ARGS`` through ``run_suite.py``, which registers the test feature extractor first."""
+    return [sys.executable, str(TESTS / "run_suite.py"), *args]
 
 
 def cli_env(**extra: str) -> dict[str, str]:

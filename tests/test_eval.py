@@ -1,25 +1,20 @@
 """``suite eval``: re-scoring a finished run's saved snapshots without the trainer."""
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from datagen import write_mnist_format
+from subprocesses import cli_command, cli_env
 from test_training import TINY
 
 from suite.records import read_jsonl
 
-TESTS = Path(__file__).resolve().parent
-
 
 def suite(*args: str) -> subprocess.CompletedProcess[str]:
-    env = os.environ | {"PYTHONPATH": str(TESTS), "OMP_NUM_THREADS": "1"}
     return subprocess.run(
-        [sys.executable, str(TESTS / "run_suite.py"), *args],
-        env=env, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
+        cli_command(*args), env=cli_env(), capture_output=True, text=True, timeout=600, check=False
+    )
 
 
 @pytest.fixture(scope="module")

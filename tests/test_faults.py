@@ -18,21 +18,19 @@ import random
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import torch
 from datagen import write_mnist_format
-from subprocesses import cli_env
+from subprocesses import cli_command, cli_env
 
 from suite.checkpoint import list_checkpoints
 from suite.records import read_jsonl
 
 pytestmark = pytest.mark.slow  # about 3-5 minutes on 2 shared CPU cores: thirteen launches of the CLI
 
-TESTS = Path(__file__).resolve().parent
 SAMPLER = "infonoise"
 BATCH = 32
 TOTAL_NIMG = 480  # 15 steps; ticks at 128, 224, 320, 416, 480; checkpoints at 160, 256 (evaluation), 320, 480
@@ -59,9 +57,7 @@ DEBRIS_SUFFIXES = (".tmp", ".link")
 
 
 def command(results: Path, data: Path) -> list[str]:
-    return [
-        sys.executable,
-        str(TESTS / "run_suite.py"),
+    return cli_command(
         "run",
         "--task",
         "bfashion",
@@ -71,7 +67,7 @@ def command(results: Path, data: Path) -> list[str]:
         str(results),
         f"task.root={data}",
         *BUDGET,
-    ]
+    )
 
 
 def environment(fault: str | None) -> dict[str, str]:

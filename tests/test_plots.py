@@ -292,7 +292,6 @@ def test_report_links_figures_and_commands(results: Path):
 
 
 def test_reproduce_command_for_seeds(results: Path):
-
     from suite.config import compose_run, to_dict
 
     runs = [r for r in next(iter(discover_runs(results).values())) if r.label == "edm"]

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from subprocesses import cli_command, cli_env
 
 from suite.records import read_jsonl
 
@@ -49,11 +50,10 @@ def site(tmp_path_factory) -> Path:
 
 
 def suite(site: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = os.environ | {"PYTHONPATH": f"{site}{os.pathsep}{TESTS}", "OMP_NUM_THREADS": "1"}
+    env = cli_env(PYTHONPATH=f"{site}{os.pathsep}{TESTS}")
     return subprocess.run(
-        [sys.executable, str(TESTS / "run_suite.py"), *args],
-        env=env, capture_output=True, text=True, timeout=600, check=check,
-    )  # fmt: skip
+        cli_command(*args), env=env, capture_output=True, text=True, timeout=600, check=check
+    )
 
 
 def test_an_entry_point_plugin_with_its_own_config_is_listed(site):

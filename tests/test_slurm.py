@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -25,7 +24,7 @@ from typing import TypeVar
 
 import pytest
 from datagen import write_mnist_format
-from subprocesses import cli_env, cluster_script
+from subprocesses import cli_command, cli_env, cluster_script
 from test_training import TINY
 
 from suite.cli import build_parser
@@ -66,9 +65,7 @@ def suite_args(
     keys = {o.split("=")[0] for o in overrides}
     tiny = [o for o in TINY if o.split("=")[0] not in keys]
     return [
-        sys.executable,
-        str(TESTS / "run_suite.py"),
-        "run",
+        *cli_command("run"),
         "--task",
         "bfashion",
         "--sampler",
@@ -91,7 +88,7 @@ def run_cli(args: list[str], timeout: float = 120) -> subprocess.CompletedProces
 
 
 def status_cli(results: Path) -> str:
-    return run_cli([sys.executable, str(TESTS / "run_suite.py"), "status", "--results", str(results)]).stdout
+    return run_cli(cli_command("status", "--results", str(results))).stdout
 
 
 def wait_for(what: str, check: Callable[[], T | None], deadline_s: float) -> T:

@@ -3,19 +3,17 @@
 Kills, preemption and concurrent launches are ``tests/test_faults.py``'s."""
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import fid_extractor  # noqa: F401  (registers the "rand-test" feature extractor in this process)
 import pytest
 import torch
 from datagen import write_mnist_format
+from subprocesses import cli_command, cli_env
 
 from suite.records import read_jsonl
 
-TESTS = Path(__file__).resolve().parent
 TINY = [
     "budget.kimg=0.384",
     "budget.batch=16",
@@ -34,16 +32,8 @@ TINY = [
 ]
 
 
-def suite_cmd(*args: str) -> list[str]:
-    return [sys.executable, str(TESTS / "run_suite.py"), *args]
-
-
-def env() -> dict:
-    return os.environ | {"PYTHONPATH": str(TESTS), "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-
-
 def run_cmd(results: Path, data: Path, sampler: str = "infonoise") -> list[str]:
-    return suite_cmd(
+    return cli_command(
         "run",
         "--task",
         "bfashion",
@@ -69,7 +59,7 @@ def data(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def reference_run(tmp_path_factory, data) -> Path:
     results = tmp_path_factory.mktemp("uninterrupted")
-    subprocess.run(run_cmd(results, data), env=env(), check=True, timeout=600)
+    subprocess.run(run_cmd(results, data), env=cli_env(), check=True, timeout=600)
     return results
 
 
@@ -86,7 +76,7 @@ def test_run_writes_records(reference_run):
 
 def test_rerun_of_finished_run_does_nothing(reference_run, data):
     out = subprocess.run(
-        run_cmd(reference_run, data), env=env(), check=True, timeout=300, capture_output=True, text=True
+        run_cmd(reference_run, data), env=cli_env(), check=True, timeout=300, capture_output=True, text=True
     )
     assert "done already" in out.stdout
 
