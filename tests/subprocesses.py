@@ -17,9 +17,11 @@ def cli_command(*args: str) -> list[str]:
 
 
 def cli_env(**extra: str) -> dict[str, str]:
-    """Environment of a CLI subprocess: this folder importable (``run_suite.py``, the test extractor), one
-    thread, unbuffered output, no inherited fault injection; ``extra`` added."""
-    env = os.environ | {"PYTHONPATH": str(TESTS), "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    """Environment of a CLI subprocess: this folder (``run_suite.py``, the test extractor) and this checkout
+    importable ahead of any installed copy, one thread, unbuffered output, no inherited fault injection;
+    ``extra`` added."""
+    path = os.pathsep.join([str(TESTS), str(TESTS.parent)])
+    env = os.environ | {"PYTHONPATH": path, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     env.pop("SUITE_FAULT", None)
     return env | extra
 
