@@ -174,7 +174,9 @@ def package_versions() -> dict[str, str]:
 
 
 def code_version() -> dict[str, Any]:
-    """Git SHA of the suite's source and whether the tree had uncommitted changes."""
+    """Git SHA of the suite's source and whether the tree had uncommitted changes; ``unknown`` when the suite
+    is not the top level of its git work tree (an exported copy inside another repository would otherwise
+    report that repository's commit)."""
     root = Path(__file__).resolve().parent.parent
 
     def git(*args: str) -> str:
@@ -182,6 +184,9 @@ def code_version() -> dict[str, Any]:
         return out.stdout.strip() if out.returncode == 0 else ""
 
     try:
+        top = git("rev-parse", "--show-toplevel")
+        if not top or Path(top).resolve() != root:
+            return {"git_sha": "unknown", "git_dirty": False}
         sha = git("rev-parse", "HEAD")
         dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
     except (OSError, subprocess.TimeoutExpired):
