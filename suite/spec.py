@@ -1,0 +1,251 @@
+"""The run spec: the typed, checked numbers that the core reads from a run's resolved config.
+
+A run's config is composed by Hydra (``suite.config``) and written to the run folder as its provenance
+record. The core reads it once, here: :func:`run_spec` turns the ``task``, ``budget`` and ``sampler``
+groups into frozen dataclasses, checks every value, and raises one :class:`SpecError` listing each invalid
+value with the rule it breaks. The training loop, the evaluator, the planned cost, the benches, the post
+hoc profile and ``suite eval`` take the spec; the task plugin alone receives its own config group
+(``RunSpec.task_cfg``), whose modality-specific keys only it reads. The pattern is EDM2's single
+``setup_training_config``: settings are validated where they are assembled, not where they are used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from suite.config import comparison_hash, config_hash, sampler_label, sampler_params
+
+PRECISIONS = ("fp32", "bf16")
+
+
+class SpecError(ValueError):
+    """Invalid values in a run's config; ``problems`` holds one line per value."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class EvalSpec:
+    """How an evaluation point generates and scores (``budget.eval``)."""
+
+    samples: int
+    reference: int | None  # None: the whole reference split
+    seed: int
+    final_samples: int  # at the last point; equals ``samples`` unless the budget asks for more
+    final_ranges: int  # disjoint generation-seed ranges at the last point (EDM: 3, best recorded)
+    batch_size: int
+    guidance: float
+
+
+@dataclass(frozen=True)
+class BudgetSpec:
+    """Training length, optimiser, precision and schedules (``budget``)."""
+
+    name: str
+    size: str  # which of the task's network presets
+    kimg: float
+    batch: int
+    lr: float
+    lr_rampup_kimg: float
+    ema_halflife_kimg: float
+    ema_rampup_ratio: float | None
+    grad_clip: float
+    stratified: bool
+    precision: str
+    compile: bool
+    channels_last: bool
+    tick_kimg: float
+    checkpoint_kimg: float
+    eval_points: int
+    eval: EvalSpec
+
+    @property
+    def total_nimg(self) -> int:
+        return int(round(self.kimg * 1000))
+
+    @property
+    def tick_nimg(self) -> int:
+        return int(self.tick_kimg * 1000)
+
+    @property
+    def checkpoint_nimg(self) -> int:
+        return int(self.checkpoint_kimg * 1000)
+
+
+@dataclass(frozen=True)
+class DiffusionSpec:
+    """The task's numbers that the diffusion path, the objective and the solver read (``task``)."""
+
+    sigma_data: float
+    sigma_min: float
+    sigma_max: float
+    loss_weight: str
+    solver: str
+    solver_steps: int
+    cond_dropout: float
+
+
+@dataclass(frozen=True)
+class SamplerSpec:
+    """The noise sampler: its registered name, constructor parameters and label (``sampler``)."""
+
+    name: str
+    params: Mapping[str, Any]
+    label: str  # the name, with parameters that differ from its config file's defaults
+
+
+@dataclass(frozen=True, eq=False)
+class RunSpec:
+    """One run: task, diffusion numbers, budget, sampler, seed and device, with its two hashes."""
+
+    task: str
+    task_cfg: DictConfig
+    diffusion: DiffusionSpec
+    budget: BudgetSpec
+    sampler: SamplerSpec
+    seed: int
+    device: str
+    config_hash: str
+    comparison_hash: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.task}/{self.budget.name}/{self.sampler.label}/seed{self.seed}"
+
+
+class _Reader:
+    """Reads typed values from one config group and collects what is wrong with them."""
+
+    def __init__(self, node: DictConfig, prefix: str) -> None:
+        self.node, self.prefix, self.problems = node, prefix, []
+
+    def _get(self, key: str) -> Any:
+        return OmegaConf.select(self.node, key, default=None)
+
+    def _bad(self, key: str, value: Any, rule: str) -> None:
+        self.problems.append(f"{self.prefix}.{key}={value!r}: must be {rule}")
+
+    def number(self, key: str, minimum: float = 0.0, strict: bool = True, at_least: float = 0.0) -> float:
+        value = self._get(key)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if ok and (value <= minimum if strict else value < minimum):
+            ok = False
+        if not ok:
+            self._bad(key, value, "a positive number" if strict else f"a number >= {minimum:g}")
+            return 1.0
+        if 0 < value < at_least:
+            self._bad(key, value, f"at least {at_least:g} (one example)")
+        return float(value)
+
+    def integer(self, key: str, optional: bool = False, minimum: int = 1) -> int | None:
+        value = self._get(key)
+        if optional and value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            self._bad(key, value, f"an integer >= {minimum}")
+            return minimum
+        return value
+
+    def flag(self, key: str) -> bool:
+        value = self._get(key)
+        if not isinstance(value, bool):
+            self._bad(key, value, "true or false")
+            return False
+        return value
+
+    def choice(self, key: str, valid: tuple[str, ...]) -> str:
+        value = self._get(key)
+        if value not in valid:
+            self.problems.append(f"{self.prefix}.{key}={value!r}: valid: {', '.join(valid)}")
+            return valid[0]
+        return str(value)
+
+    def text(self, key: str) -> str:
+        value = self._get(key)
+        if not isinstance(value, str) or not value:
+            self._bad(key, value, "a non-empty string")
+            return ""
+        return value
+
+
+def _budget(node: DictConfig) -> tuple[BudgetSpec, list[str]]:
+    r = _Reader(node, "budget")
+    samples = r.integer("eval.samples")
+    ev = EvalSpec(
+        samples=samples,
+        reference=r.integer("eval.reference", optional=True),
+        seed=r.integer("eval.seed", minimum=0),
+        final_samples=r.integer("eval.final_samples", optional=True) or samples,
+        final_ranges=r.integer("eval.final_ranges", optional=True) or 1,
+        batch_size=r.integer("eval.batch_size"),
+        guidance=r.number("eval.guidance", strict=False),
+    )
+    rampup = OmegaConf.select(node, "ema_rampup_ratio", default=None)
+    spec = BudgetSpec(
+        name=r.text("name"),
+        size=r.text("size"),
+        kimg=r.number("kimg"),
+        batch=r.integer("batch"),
+        lr=r.number("lr"),
+        lr_rampup_kimg=r.number("lr_rampup_kimg", strict=False),
+        ema_halflife_kimg=r.number("ema_halflife_kimg"),
+        ema_rampup_ratio=None if rampup is None else r.number("ema_rampup_ratio"),
+        grad_clip=r.number("grad_clip", strict=False),
+        stratified=r.flag("stratified"),
+        precision=r.choice("precision", PRECISIONS),
+        compile=r.flag("compile"),
+        channels_last=r.flag("channels_last"),
+        tick_kimg=r.number("tick_kimg", at_least=0.001),
+        checkpoint_kimg=r.number("checkpoint_kimg", at_least=0.001),
+        eval_points=r.integer("eval_points"),
+        eval=ev,
+    )
+    return spec, r.problems
+
+
+def _diffusion(node: DictConfig) -> tuple[DiffusionSpec, list[str]]:
+    from suite.solvers import SOLVERS
+    from suite.weighting import WEIGHTS
+
+    r = _Reader(node, "task")
+    spec = DiffusionSpec(
+        sigma_data=r.number("sigma_data"),
+        sigma_min=r.number("sigma_min"),
+        sigma_max=r.number("sigma_max"),
+        loss_weight=r.choice("loss_weight", tuple(WEIGHTS)),
+        solver=r.choice("solver", tuple(SOLVERS)),
+        solver_steps=r.integer("solver_steps"),
+        cond_dropout=r.number("cond_dropout", strict=False),
+    )
+    if not spec.sigma_min < spec.sigma_max:
+        r.problems.append(
+            f"task.sigma_min={spec.sigma_min!r}, task.sigma_max={spec.sigma_max!r}: must be min < max"
+        )
+    if spec.cond_dropout >= 1:
+        r.problems.append(f"task.cond_dropout={spec.cond_dropout!r}: must be a probability below 1")
+    return spec, r.problems
+
+
+def run_spec(cfg: DictConfig) -> RunSpec:
+    """The spec of a resolved run config; raises :class:`SpecError` naming every invalid value."""
+    budget, bad_budget = _budget(cfg.budget)
+    diffusion, bad_task = _diffusion(cfg.task)
+    if bad_budget or bad_task:
+        raise SpecError([*bad_budget, *bad_task])
+    return RunSpec(
+        task=str(cfg.task.name),
+        task_cfg=cfg.task,
+        diffusion=diffusion,
+        budget=budget,
+        sampler=SamplerSpec(str(cfg.sampler.name), sampler_params(cfg), sampler_label(cfg)),
+        seed=int(cfg.seed),
+        device=str(cfg.get("device", "auto")),
+        config_hash=config_hash(cfg),
+        comparison_hash=comparison_hash(cfg),
+    )

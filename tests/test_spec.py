@@ -1,0 +1,67 @@
+"""The run spec is read once from a config, names every invalid value, and builds the parts every caller uses."""
+
+from pathlib import Path
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from suite.assembly import build_parts
+from suite.config import compose_run, config_hash, group_options
+from suite.records import read_json
+from suite.spec import SpecError, run_spec
+
+RESULTS = Path(__file__).resolve().parent.parent / "results"
+
+
+@pytest.mark.parametrize("budget", group_options("budget"))
+def test_every_task_composes_to_a_spec_under_every_budget(budget):
+    for task in group_options("task"):
+        spec = run_spec(compose_run(task, "edm", budget))
+        assert spec.task == task and spec.budget.name == budget
+        assert spec.budget.total_nimg == round(spec.budget.kimg * 1000)
+        assert spec.budget.eval.final_samples >= 1
+
+
+def test_every_invalid_value_is_named_once_with_its_rule():
+    cfg = compose_run(
+        "bfashion",
+        "edm",
+        "smoke",
+        [
+            "budget.batch=0",
+            "budget.precision=fp8",
+            "task.solver=rk4",
+            "task.sigma_min=100",
+            "budget.tick_kimg=0.0001",
+        ],
+    )
+    with pytest.raises(SpecError) as err:
+        run_spec(cfg)
+    assert err.value.problems == [
+        "budget.batch=0: must be an integer >= 1",
+        "budget.precision='fp8': valid: fp32, bf16",
+        "budget.tick_kimg=0.0001: must be at least 0.001 (one example)",
+        "task.solver='rk4': valid: heun, euler",
+        "task.sigma_min=100.0, task.sigma_max=80.0: must be min < max",
+    ]
+
+
+def test_committed_run_configs_read_as_specs_with_their_recorded_hashes():
+    configs = sorted(RESULTS.glob("*/runs/*/*/seed*/config.yaml"))
+    assert configs, "no committed runs found under results/"
+    for path in configs:
+        cfg = OmegaConf.load(path)
+        spec = run_spec(cfg)
+        assert spec.config_hash == config_hash(cfg) == read_json(path.parent / "run.json")["config_hash"]
+
+
+def test_parts_are_seeded_and_the_meta_network_allocates_nothing():
+    spec = run_spec(compose_run("bfashion", "infonoise", "smoke", ["seed=3"]))
+    a, b = build_parts(spec), build_parts(spec)
+    for p, q in zip(a.model.parameters(), b.model.parameters(), strict=True):
+        assert torch.equal(p, q)
+    meta = build_parts(spec, meta=True)
+    assert all(p.is_meta for p in meta.model.parameters())
+    assert [p.shape for p in meta.model.parameters()] == [p.shape for p in a.model.parameters()]
+    assert meta.sampler.name == "infonoise" and a.weight.describe() == meta.weight.describe()
