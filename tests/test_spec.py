@@ -1,4 +1,4 @@
-"""The run spec is read once from a config, names every invalid value, and builds the parts every caller uses."""
+"""The run spec is read once from a config, names every invalid value, and builds the parts callers use."""
 
 from pathlib import Path
 
