@@ -45,13 +45,13 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from torch import Tensor
 
-from suite.config import compose_run, group_options, sampler_params
+from suite.assembly import build_loss_weight, build_noise_sampler, build_task
+from suite.config import compose_run, group_options
 from suite.records import host_info, now, package_versions
-from suite.sampler import NoiseSampler, build_sampler
+from suite.sampler import NoiseSampler
 from suite.solvers import nfe
-from suite.task import TASKS
+from suite.spec import RunSpec, run_spec
 from suite.training import Trainer
-from suite.weighting import build_weight
 
 # name -> (budget.precision, budget.compile)
 VARIANTS: dict[str, tuple[str, bool]] = {
@@ -344,16 +344,13 @@ def synthetic_loss(sigma: Tensor, dims: int, sigma_data: float, gen: torch.Gener
     return (dims * s2 * sigma_data**2 / (s2 + sigma_data**2) * scatter).to(sigma.dtype)
 
 
-def sampler_cost(cfg: DictConfig, batch: int, device: torch.device, min_steps: int) -> dict[str, Any]:
+def sampler_cost(spec: RunSpec, batch: int, device: torch.device, min_steps: int) -> dict[str, Any]:
     """Seconds per training step of one sampler: draw (+ importance weight), and draw + observe + rebuilds."""
-    sigma_data = float(cfg.task.sigma_data)
-    weight = build_weight(cfg.task.loss_weight, sigma_data)
-    sampler: NoiseSampler = build_sampler(
-        cfg.sampler.name, float(cfg.task.sigma_min), float(cfg.task.sigma_max), weight, **sampler_params(cfg)
-    )
+    sigma_data = spec.diffusion.sigma_data
+    sampler = build_noise_sampler(spec, build_loss_weight(spec))
     sampler.to(device)
-    dims = math.prod(TASKS.get(cfg.task.name)(cfg.task).sample_shape)
-    stratified = bool(cfg.budget.stratified)
+    dims = math.prod(build_task(spec).sample_shape)
+    stratified = spec.budget.stratified
     warmup = int(getattr(sampler, "warmup_steps", 0))
     every = int(getattr(sampler, "refresh_every", 1))
     steps = every * max(2, math.ceil(min_steps / every))
@@ -394,7 +391,7 @@ def sampler_cost(cfg: DictConfig, batch: int, device: torch.device, min_steps: i
     if sampler.adaptive:
         rebuild_s = seconds_per_call(lambda _: sampler.rebuild(), REBUILD_CALLS, device)
     row = {
-        "sampler": cfg.sampler.name,
+        "sampler": spec.sampler.name,
         "adaptive": bool(sampler.adaptive),
         "timed_steps": steps,
         "rebuilds_timed": rebuilds,
@@ -426,7 +423,9 @@ def bench_sampler(args: argparse.Namespace) -> dict[str, Any]:
     release(device)
     rows = []
     for name in group_options("sampler"):
-        row = sampler_cost(compose(args, name, [f"budget.batch={batch}"]), batch, device, MIN_SAMPLER_STEPS)
+        row = sampler_cost(
+            run_spec(compose(args, name, [f"budget.batch={batch}"])), batch, device, MIN_SAMPLER_STEPS
+        )
         row["pct_of_train_step"] = 100 * row["step_us"] / 1e6 / train_s
         if "device_step_us" in row:
             row["device_pct_of_train_step"] = 100 * row["device_step_us"] / 1e6 / train_s

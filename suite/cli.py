@@ -23,7 +23,7 @@ def _run(args: argparse.Namespace) -> int:
         for run in runs:
             print(f"# {run.label}  ->  {run.run_dir}\n{OmegaConf.to_yaml(run.cfg)}")
         print(describe(runs))
-        print(describe_cost(planned_cost(runs[0].cfg), len(runs)))
+        print(describe_cost(planned_cost(runs[0].spec), len(runs)))
         return 0
     if args.launcher == "slurm":
         from suite.slurm import submit

@@ -18,44 +18,40 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 from torch.utils.flop_counter import FlopCounterMode
 
-from suite.diffusion import EDMDenoiser
+from suite.assembly import build_parts
+from suite.spec import RunSpec
 from suite.task import TASKS
-from suite.weighting import build_weight
 
 PLANNING_TFLOPS = 212.0
 PLANNING_RATE = "212 TFLOP/s (EDM's CIFAR-10 loop with --fp16 on one H200: 1667 img/s × 127 GFLOP)"
 
 
-def flops_per_example(cfg: DictConfig) -> float:
+def flops_per_example(spec: RunSpec) -> float:
     """Forward + backward FLOPs of one training example of the run's network (meta device)."""
-    task_cls = TASKS.get(cfg.task.name)
+    task_cls = TASKS.get(spec.task)
     with tempfile.TemporaryDirectory(prefix="suite-cost-") as tmp:
-        example_cfg = OmegaConf.merge(cfg.task, task_cls.example_data(Path(tmp), 2))
-        example = task_cls(example_cfg)
-        batch = example.load().train.batch(torch.arange(1), torch.device("cpu"))
-    task = task_cls(cfg.task)
-    with torch.device("meta"):
-        net = task.build_network(task.network_preset(str(cfg.budget.size)))
-    model = EDMDenoiser(net, float(cfg.task.sigma_data))
-    objective = task.objective(build_weight(cfg.task.loss_weight, float(cfg.task.sigma_data)))
+        example_cfg = OmegaConf.merge(spec.task_cfg, task_cls.example_data(Path(tmp), 2))
+        batch = task_cls(example_cfg).load().train.batch(torch.arange(1), torch.device("cpu"))
+    parts = build_parts(spec, meta=True)
+    objective = parts.task.objective(parts.weight)
     meta = torch.device("meta")
     cond = {key: value.to(meta) for key, value in batch.cond.items()}
     with FlopCounterMode(display=False) as counter:
-        x0 = objective.encode(model, batch.x0.to(meta))
-        noise = torch.empty((1, *task.sample_shape), device=meta)
+        x0 = objective.encode(parts.model, batch.x0.to(meta))
+        noise = torch.empty((1, *parts.task.sample_shape), device=meta)
         sigma = torch.ones(1, device=meta)
-        weighted, _ = objective.losses(model, x0, sigma, noise, cond)
+        weighted, _ = objective.losses(parts.model, x0, sigma, noise, cond)
         weighted.sum().backward()
     return float(counter.get_total_flops())
 
 
-def planned_cost(cfg: DictConfig) -> dict[str, Any]:
+def planned_cost(spec: RunSpec) -> dict[str, Any]:
     """Examples, FLOPs and device hours of one run at the planning rate."""
-    examples = float(cfg.budget.kimg) * 1000
-    per_example = flops_per_example(cfg)
+    examples = float(spec.budget.total_nimg)
+    per_example = flops_per_example(spec)
     total = examples * per_example
     return {
         "examples": examples,

@@ -7,22 +7,22 @@ once to ``comparison.json`` there. A run whose record says done is skipped, so r
 resumes what is unfinished and does nothing more; a run that another live process trains (it holds the
 run's lease, ``suite.lease``) is skipped with a line naming that process, and the next run starts.
 
-Before anything runs (and for ``--dry-run``), :func:`check_runs` builds every planned run's loss weight,
-noise sampler, task and network and checks the budget's numbers, without loading data, and reports every
-invalid value at once.
+Before anything runs (and for ``--dry-run``), :func:`check_runs` reads every planned run's spec
+(``suite.spec``) and builds its loss weight, noise sampler, task and network with the functions training
+uses (``suite.assembly``), without loading data, and reports every invalid value at once.
 """
 
 from __future__ import annotations
 
 import json
 import traceback
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from suite.assembly import build_loss_weight, build_model, build_noise_sampler, build_task
 from suite.config import (
     comparison_config,
     comparison_hash,
@@ -31,23 +31,14 @@ from suite.config import (
     expand_sweeps,
     group_options,
     sampler_label,
-    sampler_params,
     to_dict,
 )
 from suite.lease import RunBusy
 from suite.records import RunDirectory, read_json, write_json
-from suite.sampler import SAMPLERS, build_sampler
-from suite.solvers import SOLVERS
+from suite.sampler import SAMPLERS
+from suite.spec import RunSpec, read_spec, run_spec
 from suite.task import TASKS
 from suite.training import Interrupted, train
-from suite.weighting import build_weight
-
-# Budget numbers that must be positive (integers where marked), or at least zero.
-POSITIVE = ("kimg", "lr", "tick_kimg", "checkpoint_kimg", "ema_halflife_kimg")
-POSITIVE_INT = ("batch", "eval_points", "eval.samples", "eval.reference", "eval.batch_size")
-OPTIONAL = ("eval.reference", "eval.final_samples", "eval.final_ranges")  # null: all / as eval.samples / 1
-NON_NEGATIVE = ("lr_rampup_kimg", "grad_clip")
-PRECISIONS = ("fp32", "bf16")
 
 
 @dataclass
@@ -64,6 +55,10 @@ class PlannedRun:
     @property
     def status(self) -> str:
         return RunDirectory(self.run_dir).status()
+
+    @property
+    def spec(self) -> RunSpec:
+        return run_spec(self.cfg)
 
 
 def resolve_samplers(spec: str) -> list[str]:
@@ -137,62 +132,25 @@ def check_comparisons(runs: list[PlannedRun]) -> None:
             )
 
 
-def _budget_problems(budget: DictConfig) -> Iterator[str]:
-    for key in dict.fromkeys((*POSITIVE, *POSITIVE_INT, *NON_NEGATIVE, *OPTIONAL)):
-        value = OmegaConf.select(budget, key)
-        if key in OPTIONAL and value is None:
-            continue
-        integer = key in POSITIVE_INT or key in OPTIONAL
-        number = not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
-        if key in NON_NEGATIVE:
-            ok, rule = number and value >= 0, "a number >= 0"
-        elif integer:
-            ok, rule = number and value >= 1, "an integer >= 1"
-        else:
-            ok, rule = number and value > 0, "a positive number"
-        if not ok:
-            yield f"budget.{key}={value!r}: must be {rule}"
-    for key in ("tick_kimg", "checkpoint_kimg"):
-        value = OmegaConf.select(budget, key)
-        if isinstance(value, (int, float)) and 0 < value < 0.001:
-            yield f"budget.{key}={value!r}: must be at least 0.001 (one example)"
-    if budget.get("precision") not in PRECISIONS:
-        yield f"budget.precision={budget.get('precision')!r}: valid: {', '.join(PRECISIONS)}"
-
-
 def run_problems(cfg: DictConfig, networks: set[str] | None = None) -> list[str]:
-    """Every invalid value of one run's config, found by building its loss weight, noise sampler, task and
-    network (each network preset once per ``networks`` set) and checking the budget; no data are read."""
-    problems = list(_budget_problems(cfg.budget))
-    weight = None
+    """Every invalid value of one run's config: the spec's checks, then the parts built as training builds
+    them (``suite.assembly``), the network on the meta device and once per task config and preset in
+    ``networks``; no data are read."""
+    spec, problems = read_spec(cfg)
     try:
-        weight = build_weight(cfg.task.loss_weight, float(cfg.task.sigma_data))
+        build_noise_sampler(spec, build_loss_weight(spec))
     except (ValueError, TypeError, KeyError) as err:
-        problems.append(
-            f"task.loss_weight={cfg.task.loss_weight!r}, task.sigma_data={cfg.task.sigma_data!r}: {err}"
-        )
-    try:
-        sampler_range = float(cfg.task.sigma_min), float(cfg.task.sigma_max)
-        build_sampler(cfg.sampler.name, *sampler_range, weight, **sampler_params(cfg))
-    except (ValueError, TypeError, KeyError) as err:
-        problems.append(f"sampler {cfg.sampler.name}: {err}")
-    if cfg.task.solver not in SOLVERS:
-        problems.append(f"task.solver={cfg.task.solver!r}: valid solvers: {', '.join(SOLVERS)}")
-    steps = cfg.task.solver_steps
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        problems.append(f"task.solver_steps={steps!r}: must be an integer >= 1")
-    try:
-        task = TASKS.get(cfg.task.name)(cfg.task)
-        preset = task.network_preset(str(cfg.budget.size))
-        key = json.dumps([to_dict(cfg)["task"], str(cfg.budget.size)], sort_keys=True, default=str)
-        if networks is None or key not in networks:
-            task.build_network(preset)
-            if networks is not None:
-                networks.add(key)
-    except Exception as err:  # a task or network constructor's own check, whatever it raises
-        problems.append(
-            f"task {cfg.task.name} (network preset {cfg.budget.size!r}): {type(err).__name__}: {err}"
-        )
+        problems.append(f"sampler {spec.sampler.name}: {err}")
+    key = json.dumps([to_dict(cfg)["task"], spec.budget.size], sort_keys=True, default=str)
+    if networks is None or key not in networks:
+        try:
+            build_model(spec, build_task(spec), "meta")
+        except Exception as err:  # a task or network constructor's own check, whatever it raises
+            problems.append(
+                f"task {spec.task} (network preset {spec.budget.size!r}): {type(err).__name__}: {err}"
+            )
+        if networks is not None:
+            networks.add(key)
     return problems
 
 

@@ -232,13 +232,13 @@ def _diffusion(node: DictConfig) -> tuple[DiffusionSpec, list[str]]:
     return spec, r.problems
 
 
-def run_spec(cfg: DictConfig) -> RunSpec:
-    """The spec of a resolved run config; raises :class:`SpecError` naming every invalid value."""
+def read_spec(cfg: DictConfig) -> tuple[RunSpec, list[str]]:
+    """The spec of a resolved run config and every invalid value in it, one line each; an invalid value is
+    replaced by a valid placeholder, so that the checks can go on to build the parts and report their
+    problems too."""
     budget, bad_budget = _budget(cfg.budget)
     diffusion, bad_task = _diffusion(cfg.task)
-    if bad_budget or bad_task:
-        raise SpecError([*bad_budget, *bad_task])
-    return RunSpec(
+    spec = RunSpec(
         task=str(cfg.task.name),
         task_cfg=cfg.task,
         diffusion=diffusion,
@@ -249,3 +249,12 @@ def run_spec(cfg: DictConfig) -> RunSpec:
         config_hash=config_hash(cfg),
         comparison_hash=comparison_hash(cfg),
     )
+    return spec, [*bad_budget, *bad_task]
+
+
+def run_spec(cfg: DictConfig) -> RunSpec:
+    """The spec of a resolved run config; raises :class:`SpecError` naming every invalid value."""
+    spec, problems = read_spec(cfg)
+    if problems:
+        raise SpecError(problems)
+    return spec
