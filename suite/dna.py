@@ -31,7 +31,7 @@ anything is unpacked, offline, whether it was downloaded or given; ``--unpinned-
 archive) checks it against the Zenodo record instead, or only warns when Zenodo is unreachable. Members are
 extracted to temporary names, compared with the size their tar header gives, and renamed into place only
 when whole, so a truncated archive leaves no partial file. A genome without a chromosome that the TSS table
-names, or a preparation that yields 0 windows, is refused before anything is written; the prepared files
+names, or a preparation that yields 0 windows, is refused before any prepared file is written; the files
 are written to temporary names and renamed, the manifest last (removed first), so a set exists exactly
 when its manifest does, and ``load_prepared`` refuses a set of 0 windows or one whose arrays disagree with
 its manifest.
@@ -279,12 +279,9 @@ class MissingChromosomes(ValueError):
     """A genome file without records of chromosomes that the TSS table names."""
 
     def __init__(self, genome: str | Path, missing: Sequence[str]) -> None:
-        self.missing = list(missing)
-        shown = ", ".join(self.missing[:20]) + (
-            f" and {len(self.missing) - 20} more" if len(missing) > 20 else ""
-        )
+        shown = ", ".join(missing[:20]) + (f" and {len(missing) - 20} more" if len(missing) > 20 else "")
         super().__init__(
-            f"{genome} ({Path(genome).stat().st_size} bytes) has no record of {len(self.missing)} "
+            f"{genome} ({Path(genome).stat().st_size} bytes) has no record of {len(missing)} "
             f"chromosome(s) that the TSS table names: {shown}; the genome file is incomplete or not GRCh38's "
             "primary assembly"
         )
