@@ -66,7 +66,11 @@ def _data(args: argparse.Namespace) -> int:
     if len(args.paths) > 2:
         raise ValueError(f"suite data takes [SRC] DEST, got {len(args.paths)} paths: {' '.join(args.paths)}")
     source, dest = (None, args.paths[0]) if len(args.paths) == 1 else args.paths
-    TASKS.get(resolve_task(args.task)).prepare(source, dest)
+    task = resolve_task(args.task)
+    if args.unpinned_archive and task != "dna":
+        raise ValueError(f"--unpinned-archive applies to `suite data dna` only, not to {task!r}")
+    options = {"unpinned_archive": True} if args.unpinned_archive else {}
+    TASKS.get(task).prepare(source, dest, **options)
     return 0
 
 
@@ -121,6 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     data.add_argument("task")
     data.add_argument("paths", nargs="+", metavar="[SRC] DEST")
+    data.add_argument(
+        "--unpinned-archive",
+        action="store_true",
+        help="dna only: a re-released DDSM archive; check it against the Zenodo record (when reachable) "
+        "instead of the pinned md5 and size",
+    )
     data.set_defaults(func=_data)
 
     profile = sub.add_parser("profile", help="post hoc information profile of a task's data")

@@ -25,6 +25,17 @@ anything else 4), ``signal.npy`` float16 [N, L] (float32 when a value exceeds fl
 (format, length, chromosome names, counts, source files and their SHA-256). ``load_prepared`` memory-maps
 them.
 
+Integrity. The archive is pinned (``DDSM_ARCHIVE``: md5 and size, as a third-party preparer of the same
+record records them; not re-checked against Zenodo from this project's offline machine) and checked before
+anything is unpacked, offline, whether it was downloaded or given; ``--unpinned-archive`` (a re-released
+archive) checks it against the Zenodo record instead, or only warns when Zenodo is unreachable. Members are
+extracted to temporary names, compared with the size their tar header gives, and renamed into place only
+when whole, so a truncated archive leaves no partial file. A genome without a chromosome that the TSS table
+names, or a preparation that yields 0 windows, is refused before any prepared file is written; the files
+are written to temporary names and renamed, the manifest last (removed first), so a set exists exactly
+when its manifest does, and ``load_prepared`` refuses a set of 0 windows or one whose arrays disagree with
+its manifest.
+
 Offline stand-in (CPU smoke runs): real but bacterial DNA from Debian's ``kaptive-example`` assemblies,
 windows at fixed random positions and strands, with a synthetic CAGE-like peak at the window centre; the
 last assembly is held out as the reference split. It is marked as a stand-in wherever it is recorded.
@@ -35,17 +46,22 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import shutil
+import sys
 import tarfile
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+import zlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import torch
 from torch import Tensor
+from tqdm import tqdm
 
 BASES = "ACGT"
 UNKNOWN = 4
@@ -58,6 +74,18 @@ FORMAT = "infonoise-suite dna promoter windows v1"
 DDSM_RECORD = "https://zenodo.org/records/7943307"
 DDSM_ARCHIVE_URL = f"{DDSM_RECORD}/files/data.tar.gz"
 DDSM_API_URL = "https://zenodo.org/api/records/7943307"
+
+
+@dataclass(frozen=True)
+class ArchivePin:
+    """The md5 and size in bytes an archive must have."""
+
+    md5: str
+    size: int
+
+
+DDSM_ARCHIVE = ArchivePin(md5="aa53f13ddcf1474962548bc02cbb9b93", size=10_162_295_808)
+UNPINNED_FLAG = "--unpinned-archive"
 GENOME = "Homo_sapiens.GRCh38.dna.primary_assembly.fa"
 TSS_TABLE = "FANTOM_CAT.lv3_robust.tss.sortedby_fantomcage.hg38.v4.tsv"
 SIGNAL_TRACKS = ("agg.plus.bw.bedgraph.bw", "agg.minus.bw.bedgraph.bw")
@@ -247,6 +275,18 @@ class Windows:
         return np.flatnonzero(keep)
 
 
+class MissingChromosomes(ValueError):
+    """A genome file without records of chromosomes that the TSS table names."""
+
+    def __init__(self, genome: str | Path, missing: Sequence[str]) -> None:
+        shown = ", ".join(missing[:20]) + (f" and {len(missing) - 20} more" if len(missing) > 20 else "")
+        super().__init__(
+            f"{genome} ({Path(genome).stat().st_size} bytes) has no record of {len(missing)} "
+            f"chromosome(s) that the TSS table names: {shown}; the genome file is incomplete or not GRCh38's "
+            "primary assembly"
+        )
+
+
 def extract_windows(
     genome: str | Path,
     table: TSSTable,
@@ -257,7 +297,8 @@ def extract_windows(
     """Windows of every TSS of ``table`` (see the module docstring); returns them and the number skipped.
 
     ``tracks`` are the plus- and minus-strand bigWig files (read with pyBigWig). The genome is read once,
-    one chromosome at a time.
+    one chromosome at a time. Raises `MissingChromosomes` when the genome has no record (under its UCSC or
+    Ensembl name) of a chromosome the table names: an empty or cut genome file, not a property of the data.
     """
     import pyBigWig
 
@@ -274,8 +315,10 @@ def extract_windows(
         wanted = {}
         for chrom in sorted(set(table.chrom)):
             wanted[chrom] = wanted[ensembl_name(chrom)] = chrom
+        found = set()
         for fasta_name, raw in read_fasta(genome, set(wanted)):
             chrom = wanted[fasta_name]
+            found.add(chrom)
             codes = encode_bases(raw)
             for i in np.flatnonzero(table.chrom == chrom):
                 minus = table.strand[i] < 0
@@ -298,6 +341,9 @@ def extract_windows(
     finally:
         for f in signal_files:
             f.close()
+    missing = sorted(set(table.chrom) - found)
+    if missing:
+        raise MissingChromosomes(genome, missing)
     names = sorted(set(table.chrom[ok]))
     index = {c: k for k, c in enumerate(names)}
     windows = Windows(
@@ -320,20 +366,42 @@ def sha256_file(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def _temporary(path: Path) -> Path:
+    """The name ``path`` is written under until it is whole: hidden, and never a name a reader looks for."""
+    return path.with_name(f".{path.name}.partial")
+
+
+def _publish(path: Path, write: Callable[[BinaryIO], None]) -> None:
+    """Write ``path`` through its temporary name, flushed to disk, then rename it into place; on any error the
+    temporary file is removed and ``path`` is left as it was."""
+    partial = _temporary(path)
+    try:
+        with open(partial, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
 def write_prepared(dest: str | Path, windows: Windows, sources: dict[str, str], skipped: int) -> None:
-    """Write ``windows`` in the prepared format into ``dest`` (manifest last, so a torn write is not read)."""
+    """Write ``windows`` in the prepared format into ``dest``: the manifest is removed first and written last,
+    every file through a temporary name, so a torn write leaves no manifest and is not read."""
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
+    (dest / "promoters.json").unlink(missing_ok=True)
     peak = float(np.abs(windows.signal).max()) if windows.signal.size else 0.0
     dtype = np.float16 if peak <= FLOAT16_MAX else np.float32
-    np.save(dest / "sequences.npy", np.ascontiguousarray(windows.sequences, dtype=np.uint8))
-    np.save(dest / "signal.npy", np.ascontiguousarray(windows.signal, dtype=dtype))
-    np.savez(
+    sequences = np.ascontiguousarray(windows.sequences, dtype=np.uint8)
+    signal = np.ascontiguousarray(windows.signal, dtype=dtype)
+    _publish(dest / "sequences.npy", lambda handle: np.save(handle, sequences))
+    _publish(dest / "signal.npy", lambda handle: np.save(handle, signal))
+    _publish(
         dest / "windows.npz",
-        row=windows.row,
-        chrom=windows.chrom,
-        tss=windows.tss,
-        strand=windows.strand,
+        lambda handle: np.savez(
+            handle, row=windows.row, chrom=windows.chrom, tss=windows.tss, strand=windows.strand
+        ),
     )
     names = np.asarray(windows.chrom_names, dtype=str)[windows.chrom] if len(windows) else np.array([])
     counts = {s: int((split_of(names) == s).sum()) for s in SPLITS}
@@ -351,7 +419,8 @@ def write_prepared(dest: str | Path, windows: Windows, sources: dict[str, str], 
         "sources": sources,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    (dest / "promoters.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    text = (json.dumps(manifest, indent=2) + "\n").encode()
+    _publish(dest / "promoters.json", lambda handle: handle.write(text))
 
 
 def missing_data_error(root: str | Path, detail: str) -> FileNotFoundError:
@@ -364,7 +433,8 @@ def missing_data_error(root: str | Path, detail: str) -> FileNotFoundError:
 
 
 def load_prepared(root: str | Path) -> tuple[Windows, dict]:
-    """The prepared windows of ``root`` (arrays memory-mapped) and its manifest."""
+    """The prepared windows of ``root`` (arrays memory-mapped) and its manifest; a set of 0 windows, or one
+    whose arrays disagree with its manifest, is refused."""
     root = Path(root).expanduser()
     if not root.is_dir():
         raise missing_data_error(root, f"{root} does not exist")
@@ -384,6 +454,19 @@ def load_prepared(root: str | Path) -> tuple[Windows, dict]:
         strand=index["strand"],
         chrom_names=list(manifest["chrom_names"]),
     )
+    if manifest["windows"] == 0:
+        raise missing_data_error(
+            root, f"{root / 'promoters.json'} records 0 windows (prepared from incomplete files)"
+        )
+    lengths = {
+        "sequences.npy": windows.sequences.shape[0],
+        "signal.npy": windows.signal.shape[0],
+        "windows.npz": len(windows.row),
+    }
+    torn = {name: n for name, n in lengths.items() if n != manifest["windows"]}
+    if torn:
+        found = ", ".join(f"{name} {n}" for name, n in torn.items())
+        raise missing_data_error(root, f"its manifest records {manifest['windows']} windows but {found}")
     return windows, manifest
 
 
@@ -402,8 +485,8 @@ def find_raw_files(folder: Path) -> dict[str, Path]:
     return found
 
 
-def zenodo_checksum(name: str = "data.tar.gz") -> tuple[str, int] | None:
-    """(md5 hex, size in bytes) of ``name`` in DDSM's Zenodo record, or None when the API is unreachable."""
+def zenodo_checksum(name: str = "data.tar.gz") -> ArchivePin | None:
+    """md5 and size of ``name`` in DDSM's Zenodo record, or None when the API is unreachable."""
     try:
         with urllib.request.urlopen(DDSM_API_URL, timeout=30) as response:
             record = json.load(response)
@@ -413,92 +496,185 @@ def zenodo_checksum(name: str = "data.tar.gz") -> tuple[str, int] | None:
         if entry.get("key") == name:
             algorithm, _, value = str(entry.get("checksum", "")).partition(":")
             if algorithm == "md5":
-                return value, int(entry.get("size", 0))
+                return ArchivePin(md5=value, size=int(entry.get("size", 0)))
     return None
 
 
 def md5_file(path: Path) -> str:
     digest = hashlib.md5()
-    with open(path, "rb") as handle:
+    size = path.stat().st_size
+    with (
+        open(path, "rb") as handle,
+        tqdm(total=size, unit="B", unit_scale=True, desc=f"md5 {path.name}") as bar,
+    ):
         for block in iter(lambda: handle.read(1 << 22), b""):
             digest.update(block)
+            bar.update(len(block))
     return digest.hexdigest()
 
 
-def download_archive(dest: Path) -> Path:
-    """Download DDSM's data.tar.gz into ``dest`` and check it against the record's md5."""
-    expected = zenodo_checksum()
+def verify_archive(path: Path, expected: ArchivePin, origin: str, fix: str) -> None:
+    """Refuse ``path`` unless its size and md5 are ``expected``'s (the size first: it costs nothing)."""
+    size = path.stat().st_size
+    if size != expected.size:
+        raise ValueError(f"{path}: size {size} bytes, expected {expected.size} bytes ({origin}). Fix: {fix}")
+    actual = md5_file(path)
+    if actual != expected.md5:
+        raise ValueError(f"{path}: md5 {actual}, expected {expected.md5} ({origin}). Fix: {fix}")
+    print(f"{path}: size {size} bytes and md5 {actual} match ({origin})", flush=True)
+
+
+def expected_archive(pin: ArchivePin | None) -> tuple[ArchivePin, str, str] | None:
+    """(md5 and size, where they come from, what to do on a mismatch) for DDSM's archive: ``pin``, or, when
+    unpinned, the Zenodo record's (None when it is unreachable)."""
+    again = (
+        f"delete it and download {DDSM_ARCHIVE_URL} again (or run `suite data dna DEST`, which downloads it)"
+    )
+    if pin is not None:
+        unpin = f"; if Zenodo has re-released the archive, add {UNPINNED_FLAG} to check it against the record"
+        return pin, "pinned as DDSM_ARCHIVE in suite/dna.py", again + unpin
+    record = zenodo_checksum()
+    return None if record is None else (record, f"Zenodo record {DDSM_API_URL}", again)
+
+
+def check_archive(path: Path, pin: ArchivePin | None) -> None:
+    """Check a local archive before it is unpacked (`expected_archive`); unpinned and offline, only warn."""
+    expected = expected_archive(pin)
+    if expected is None:
+        print(
+            f"warning: {UNPINNED_FLAG} and {DDSM_API_URL} unreachable: {path} is unpacked without any check",
+            file=sys.stderr,
+            flush=True,
+        )
+        return
+    verify_archive(path, *expected)
+
+
+def download_archive(dest: Path, pin: ArchivePin | None) -> Path:
+    """Download DDSM's data.tar.gz into ``dest`` (through a temporary name; an archive of the expected size
+    already there is kept) and check it as `check_archive` does."""
+    expected = expected_archive(pin)
     if expected is None:
         raise FileNotFoundError(
             f"no data.tar.gz at hand and {DDSM_API_URL} is unreachable; download {DDSM_ARCHIVE_URL} on a "
             "machine with internet and run `suite data dna data.tar.gz DEST`"
         )
-    md5, size = expected
+    size = expected[0].size
     target = dest / "data.tar.gz"
     if not (target.is_file() and target.stat().st_size == size):
         print(f"downloading {DDSM_ARCHIVE_URL} ({size / 1e9:.1f} GB) to {target}", flush=True)
-        partial = target.with_suffix(".gz.part")
-        with urllib.request.urlopen(DDSM_ARCHIVE_URL, timeout=60) as response, open(partial, "wb") as out:
-            shutil.copyfileobj(response, out, 1 << 22)
-        partial.replace(target)
-    verify_archive(target, md5)
+
+        def fetch(out: BinaryIO) -> None:
+            with (
+                urllib.request.urlopen(DDSM_ARCHIVE_URL, timeout=60) as response,
+                tqdm(total=size, unit="B", unit_scale=True, desc="download data.tar.gz") as bar,
+            ):
+                for block in iter(lambda: response.read(1 << 22), b""):
+                    out.write(block)
+                    bar.update(len(block))
+
+        _publish(target, fetch)
+    verify_archive(target, *expected)
     return target
 
 
-def verify_archive(path: Path, md5: str) -> None:
-    actual = md5_file(path)
-    if actual != md5:
-        raise ValueError(f"{path}: md5 {actual} differs from the Zenodo record's {md5}; delete it and retry")
-    print(f"{path}: md5 {actual} matches {DDSM_RECORD}", flush=True)
+ARCHIVE_DAMAGE = (EOFError, tarfile.ReadError, zlib.error, gzip.BadGzipFile)
+
+
+def _copy_member(archive: Path, tar: tarfile.TarFile, member: tarfile.TarInfo, out: BinaryIO) -> None:
+    """Copy ``member``'s data to ``out`` and check that it is as long as its header says."""
+    source = tar.extractfile(member)
+    if source is None:
+        raise ValueError(f"{archive}: member {member.name} has no data to extract")
+    written = 0
+    name = Path(member.name).name
+    with source, tqdm(total=member.size, unit="B", unit_scale=True, desc=f"extract {name}") as bar:
+        for block in iter(lambda: source.read(1 << 22), b""):
+            out.write(block)
+            written += len(block)
+            bar.update(len(block))
+    if written != member.size:
+        raise ValueError(
+            f"{archive}: member {member.name} gave {written} bytes, its header says {member.size}; the "
+            f"archive is damaged. Fix: download {DDSM_ARCHIVE_URL} again"
+        )
 
 
 def unpack(archive: Path, dest: Path) -> Path:
-    """Extract the DDSM files this task reads from ``archive`` into ``dest/raw`` (flattened); returns it."""
+    """Extract the DDSM files this task reads from ``archive`` into ``dest/raw`` (flattened); returns it.
+
+    Each member goes to a temporary name, is checked against its header's size and is renamed into place
+    only when whole; a truncated or damaged archive raises naming the place, leaving no partial file.
+    """
     raw = dest / "raw"
     raw.mkdir(parents=True, exist_ok=True)
     wanted = set(RAW_FILES) | set(SEI_FILES)
-    with tarfile.open(archive, "r:*") as tar:
-        for member in tar:
-            name = Path(member.name).name
-            if member.isfile() and name in wanted:
-                print(f"extracting {member.name}", flush=True)
-                source = tar.extractfile(member)
-                assert source is not None
-                with source, open(raw / name, "wb") as out:
-                    shutil.copyfileobj(source, out, 1 << 22)
+    place = "at its start"
+    try:
+        with tarfile.open(archive, "r:*") as tar:
+            for member in tar:
+                name = Path(member.name).name
+                if member.isfile() and name in wanted:
+                    place = f"in member {member.name}"
+                    _publish(raw / name, lambda out, m=member: _copy_member(archive, tar, m, out))
+                place = f"after member {member.name}"
+    except ARCHIVE_DAMAGE as error:
+        raise ValueError(
+            f"{archive} is truncated or damaged {place} ({type(error).__name__}: {error}); no partial file "
+            f"was kept. Fix: download {DDSM_ARCHIVE_URL} again and rerun the same command"
+        ) from error
     return raw
 
 
-def prepare(source: str | None, dest: str | Path) -> None:
+def reprepare_hint(dest: Path) -> str:
+    """What to run when the raw files cannot give a complete prepared set."""
+    return (
+        f"No prepared set was written to {dest}. Fix: prepare it from DDSM's whole archive, `suite data dna "
+        f"data.tar.gz {dest}` ({DDSM_ARCHIVE_URL}, md5 {DDSM_ARCHIVE.md5}), or `suite data dna {dest}` to "
+        "download it"
+    )
+
+
+def prepare(source: str | None, dest: str | Path, pin: ArchivePin | None = DDSM_ARCHIVE) -> None:
     """``suite data dna [SOURCE] DEST``: DDSM's archive (downloaded when SOURCE is absent, else a local
     data.tar.gz or a folder holding its extracted files) → the prepared windows in DEST, with Sei's
-    checkpoint and target names copied beside them."""
+    checkpoint and target names copied beside them.
+
+    An archive is checked against ``pin`` before it is unpacked (None: ``--unpinned-archive``, see
+    `expected_archive`). Raw files whose genome lacks a chromosome of the TSS table, or that give 0 windows,
+    are refused before anything is written to DEST.
+    """
     start = time.perf_counter()
     dest = Path(dest).expanduser()
     dest.mkdir(parents=True, exist_ok=True)
     if source is None:
-        raw = unpack(download_archive(dest), dest)
+        raw = unpack(download_archive(dest, pin), dest)
     elif Path(source).is_file():
         archive = Path(source)
-        expected = zenodo_checksum()
-        if expected is None:
-            print(f"note: {DDSM_API_URL} unreachable; {archive} is not checked against the record's md5")
-        else:
-            verify_archive(archive, expected[0])
+        check_archive(archive, pin)
         raw = unpack(archive, dest)
     elif Path(source).is_dir():
         raw = Path(source)
     else:
         raise FileNotFoundError(f"{source} is neither DDSM's data.tar.gz nor a folder of its files")
     files = find_raw_files(raw)
-    for name in SEI_FILES:
-        if name in files and files[name].resolve() != (dest / name).resolve():
-            shutil.copyfile(files[name], dest / name)
     print("reading the TSS table, genome and CAGE tracks", flush=True)
     table = read_tss_table(files[TSS_TABLE])
-    windows, skipped = extract_windows(
-        files[GENOME], table, [files[t] for t in SIGNAL_TRACKS], [files[b] for b in BLACKLISTS]
-    )
+    try:
+        windows, skipped = extract_windows(
+            files[GENOME], table, [files[t] for t in SIGNAL_TRACKS], [files[b] for b in BLACKLISTS]
+        )
+    except MissingChromosomes as error:
+        raise ValueError(f"{error}. {reprepare_hint(dest)}") from error
+    if len(windows) == 0:
+        raise ValueError(
+            f"{files[GENOME]} and {files[TSS_TABLE]} give 0 windows: the table has {len(table.tss)} TSSs, "
+            f"{skipped} of them within {SEQ_LEN // 2} bp of their chromosome's end. {reprepare_hint(dest)}"
+        )
+    for name in SEI_FILES:
+        if name in files and files[name].resolve() != (dest / name).resolve():
+            with open(files[name], "rb") as original:
+                _publish(dest / name, lambda out, f=original: shutil.copyfileobj(f, out, 1 << 22))
     sources = {name: sha256_file(files[name]) for name in RAW_FILES if name != GENOME}
     sources[GENOME] = f"{files[GENOME].stat().st_size} bytes"
     write_prepared(dest, windows, sources, skipped)

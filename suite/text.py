@@ -7,6 +7,15 @@ rest the training split. The offline stand-in is Debian's ``fortunes`` corpus (r
 document per fortune, records separated by lines holding a single ``%``), split the same way by its last
 documents.
 
+Conversion (``suite data owt RAW DEST``, `download_openwebtext`). The released archives are streamed into
+one Arrow file under ``DEST/.conversion`` (never ``HF_HOME``), in batches of at most 1000 documents or 64 Mi
+characters, then written with ``save_to_disk`` and the intermediate file removed. Tar members that are not
+regular files (links, devices) are skipped with a warning each. A document longer than
+``MAX_DOCUMENT_BYTES`` (16 MiB, several novels' worth; OpenWebText's documents are web pages of a few KB)
+is skipped with a warning, judged by its tar header so it is never read: splitting it would put document
+separators where the text has none, and such a document is a scrape error rather than an article. Memory
+stays within a few times the cap plus one batch, whatever the document sizes.
+
 Tokenisation. Every document is tokenised without special tokens and followed by one separator token (the
 tokenizer's end-of-text token, e.g. GPT-2's ``<|endoftext|>``, else its ``[SEP]``); the documents are
 concatenated into one token stream and cut into consecutive blocks of ``block_len`` tokens, the tail that
@@ -31,7 +40,9 @@ import json
 import lzma
 import os
 import re
+import shutil
 import socket
+import sys
 import tarfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -41,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 FORTUNES_DIR = Path("/usr/share/games/fortunes")
 MINILM_TOKENIZER = "minilm"
@@ -48,6 +60,9 @@ OPENWEBTEXT_HUB_NAME = "Skylion007/openwebtext"
 _FORTUNE_SEPARATOR = re.compile(r"^%[ \t]*$", flags=re.MULTILINE)
 _BLANK_RUNS = re.compile(r"\n\n\n+")
 _TOKENIZE_BATCH = 1000
+MAX_DOCUMENT_BYTES = 16 * 2**20
+WRITE_BATCH_DOCUMENTS = 1000
+WRITE_BATCH_CHARS = 64 * 2**20
 _POLL_S = 0.2
 
 
@@ -196,46 +211,159 @@ def save_documents(texts: Sequence[str], folder: str | Path) -> None:
     datasets.Dataset.from_dict({"text": list(texts)}).save_to_disk(str(folder))
 
 
-def read_openwebtext_archives(folder: str | Path) -> Iterator[str]:
+def _subset_archives(folder: str | Path) -> list[Path]:
+    """OpenWebText's released subset archives in ``folder`` (``subsets/*.tar``, else ``*.tar``), by name."""
+    return sorted(Path(folder).glob("subsets/*.tar")) or sorted(Path(folder).glob("*.tar"))
+
+
+@dataclass
+class ArchiveTally:
+    """What `read_openwebtext_archives` yielded and what it skipped."""
+
+    documents: int = 0
+    non_regular: int = 0
+    over_cap: int = 0
+
+
+def _not_regular(member: tarfile.TarInfo) -> str:
+    if member.issym():
+        return f"a symbolic link to {member.linkname}"
+    if member.islnk():
+        return f"a hard link to {member.linkname}"
+    if member.ischr() or member.isblk():
+        return "a device"
+    if member.isfifo():
+        return "a FIFO"
+    return f"a tar member of type {member.type!r}"
+
+
+def _skip(where: str, why: str) -> None:
+    tqdm.write(f"warning: {where} is {why}; skipped", file=sys.stderr)
+
+
+def read_openwebtext_archives(
+    folder: str | Path,
+    max_document_bytes: int = MAX_DOCUMENT_BYTES,
+    tally: ArchiveTally | None = None,
+    progress: tqdm | None = None,
+) -> Iterator[str]:
     """The documents of OpenWebText's released archives: ``subsets/*.tar`` (sorted by name) whose members
     are ``.xz``-compressed tar files of ``.txt`` documents, in archive order, runs of three or more newlines
-    collapsed to two and surrounding whitespace stripped (the layout of ``Skylion007/openwebtext``)."""
-    archives = sorted(Path(folder).glob("subsets/*.tar")) or sorted(Path(folder).glob("*.tar"))
+    collapsed to two and surrounding whitespace stripped (the layout of ``Skylion007/openwebtext``).
+
+    Members that are not regular files (symbolic and hard links, devices, FIFOs; directories aside) are
+    skipped with one warning each, as are documents longer than ``max_document_bytes`` (judged by their tar
+    header, so they are never read). The inner archives are streamed, so memory stays within a few times
+    ``max_document_bytes``. ``tally`` counts what was yielded and skipped; ``progress`` advances by the
+    bytes of the subset archives read.
+    """
+    archives = _subset_archives(folder)
     if not archives:
         raise FileNotFoundError(f"no OpenWebText subset archives (subsets/*.tar) in {folder}")
+    tally = ArchiveTally() if tally is None else tally
     for archive in archives:
+        read = 0
         with tarfile.open(archive) as outer:
             for member in outer:
-                if not member.name.endswith(".xz"):
+                if member.isdir():
                     continue
-                inner_file = outer.extractfile(member)
-                if inner_file is None:
+                if not member.isfile():
+                    _skip(f"{archive}: {member.name}", _not_regular(member))
+                    tally.non_regular += 1
                     continue
-                with lzma.open(inner_file) as xz, tarfile.open(fileobj=xz, mode="r|") as inner:
-                    for doc in inner:
-                        handle = inner.extractfile(doc) if doc.name.endswith(".txt") else None
-                        if handle is not None:
-                            yield _BLANK_RUNS.sub("\n\n", handle.read().decode("utf-8")).strip()
+                inner_file = outer.extractfile(member) if member.name.endswith(".xz") else None
+                if inner_file is not None:
+                    with (
+                        inner_file,
+                        lzma.open(inner_file) as xz,
+                        tarfile.open(fileobj=xz, mode="r|") as inner,
+                    ):
+                        for doc in inner:
+                            where = f"{archive}: {member.name}: {doc.name}"
+                            if doc.isdir():
+                                continue
+                            if not doc.isfile():
+                                _skip(where, _not_regular(doc))
+                                tally.non_regular += 1
+                                continue
+                            if not doc.name.endswith(".txt"):
+                                continue
+                            if doc.size > max_document_bytes:
+                                _skip(where, f"{doc.size} bytes, over the cap of {max_document_bytes}")
+                                tally.over_cap += 1
+                                continue
+                            handle = inner.extractfile(doc)
+                            if handle is not None:
+                                tally.documents += 1
+                                yield _BLANK_RUNS.sub("\n\n", handle.read().decode("utf-8")).strip()
+                if progress is not None:
+                    progress.update(outer.offset - read)
+                    read = outer.offset
+        if progress is not None:
+            progress.update(archive.stat().st_size - read)
 
 
-def download_openwebtext(source: str | None, dest: str | Path) -> None:
+def write_archive_documents(
+    folder: str | Path, path: Path, max_document_bytes: int = MAX_DOCUMENT_BYTES
+) -> ArchiveTally:
+    """Stream the documents of the archives in ``folder`` into an Arrow IPC stream file ``path`` with one
+    ``text`` column, in record batches of at most ``WRITE_BATCH_DOCUMENTS`` documents or
+    ``WRITE_BATCH_CHARS`` characters, so that no more than one batch and one document are held at a time."""
+    import pyarrow as pa
+
+    schema = pa.schema([("text", pa.string())])
+    tally = ArchiveTally()
+    total = sum(archive.stat().st_size for archive in _subset_archives(folder))
+    with (
+        pa.OSFile(str(path), "wb") as sink,
+        pa.ipc.new_stream(sink, schema) as writer,
+        tqdm(total=total, unit="B", unit_scale=True, desc="converting OpenWebText") as progress,
+    ):
+        batch: list[str] = []
+        chars = 0
+        for text in read_openwebtext_archives(folder, max_document_bytes, tally, progress):
+            batch.append(text)
+            chars += len(text)
+            if len(batch) >= WRITE_BATCH_DOCUMENTS or chars >= WRITE_BATCH_CHARS:
+                writer.write_batch(pa.record_batch([pa.array(batch, pa.string())], schema=schema))
+                batch, chars = [], 0
+        if batch:
+            writer.write_batch(pa.record_batch([pa.array(batch, pa.string())], schema=schema))
+    return tally
+
+
+def download_openwebtext(
+    source: str | None, dest: str | Path, max_document_bytes: int = MAX_DOCUMENT_BYTES
+) -> None:
     """``suite data owt [SRC] DEST``: OpenWebText into ``dest`` in the save_to_disk layout the task reads.
 
     ``source`` may be the folder of the released archives (``subsets/*.tar``, e.g. from ``hf download
-    Skylion007/openwebtext --repo-type dataset --local-dir SRC``), or a folder of parquet/JSON/text files
-    with a ``text`` field; without it the hub data set is loaded through ``datasets``.
+    Skylion007/openwebtext --repo-type dataset --local-dir SRC``; read by `read_openwebtext_archives`, which
+    skips documents over ``max_document_bytes``), or a folder of parquet/JSON/text files with a ``text``
+    field; without it the hub data set is loaded through ``datasets``. Intermediate files (the streamed
+    Arrow file, or ``datasets``' cache) live in ``DEST/.conversion``, never in ``HF_HOME``, and are removed
+    once ``DEST`` is written; ``save_to_disk`` writes its ``state.json`` last, so an interrupted conversion
+    leaves no folder the task would read.
     """
     import datasets
 
-    if source and (any(Path(source).glob("subsets/*.tar")) or any(Path(source).glob("*.tar"))):
-        loaded = datasets.Dataset.from_generator(
-            _archive_rows,
-            gen_kwargs={"folder": str(source)},
-            features=datasets.Features({"text": datasets.Value("string")}),
+    dest = Path(dest)
+    staging = dest / ".conversion"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    if source and _subset_archives(source):
+        tally = write_archive_documents(source, staging / "documents.arrow", max_document_bytes)
+        print(
+            f"{tally.documents} documents; skipped {tally.non_regular} members that are not regular files "
+            f"and {tally.over_cap} documents over {max_document_bytes} bytes",
+            flush=True,
         )
+        loaded = datasets.Dataset.from_file(str(staging / "documents.arrow"))
     else:
         try:
-            loaded = datasets.load_dataset(source or OPENWEBTEXT_HUB_NAME, split="train")
+            loaded = datasets.load_dataset(
+                source or OPENWEBTEXT_HUB_NAME, split="train", cache_dir=str(staging)
+            )
         except RuntimeError as error:
             if "scripts are no longer supported" not in str(error):
                 raise
@@ -245,11 +373,8 @@ def download_openwebtext(source: str | None, dest: str | Path) -> None:
                 f"`suite data owt /data/openwebtext-raw {dest}`"
             ) from error
     loaded.save_to_disk(str(dest))
-
-
-def _archive_rows(folder: str) -> Iterator[dict[str, str]]:
-    for text in read_openwebtext_archives(folder):
-        yield {"text": text}
+    del loaded
+    shutil.rmtree(staging)
 
 
 def load_tokenizer(spec: str, download: bool = False) -> Any:

@@ -188,5 +188,7 @@ class DnaTask(Task):
         return {"root": str(Path(folder) / "prepared"), "n_tsses": n, "offline_metrics": True}
 
     @classmethod
-    def prepare(cls, source: str | None, dest: str) -> None:
-        dna.prepare(source, dest)
+    def prepare(cls, source: str | None, dest: str, unpinned_archive: bool = False) -> None:
+        """``suite data dna [SOURCE] DEST``; ``unpinned_archive`` (``--unpinned-archive``, for a re-released
+        archive) checks it against the Zenodo record instead of ``dna.DDSM_ARCHIVE``."""
+        dna.prepare(source, dest, None if unpinned_archive else dna.DDSM_ARCHIVE)

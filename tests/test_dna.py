@@ -1,7 +1,12 @@
 """DNA promoter data: DDSM's raw formats parse, windows match the genome and tracks, the chromosome split,
-one-hot encoding, the task's splits and conditioning, the dilated convolution, missing-data errors."""
+one-hot encoding, the task's splits and conditioning, the dilated convolution, missing-data errors; the
+archive is checked against its pin offline, extracted whole or not at all, and incomplete raw files are
+refused."""
 
 import gzip
+import hashlib
+import shutil
+import subprocess
 import tarfile
 
 import numpy as np
@@ -9,6 +14,7 @@ import pyBigWig
 import pytest
 import torch
 import torch.nn.functional as F
+from subprocesses import cli_command, cli_env
 
 from suite import dna
 from suite.seqnet import SeqNet, dilated_conv1d
@@ -136,18 +142,124 @@ def test_truncating_the_tss_table_keeps_its_first_rows(example):
     assert set(first) <= set(all_train) and np.all(windows.row[first] < 6) and len(first) < len(all_train)
 
 
-def test_prepare_reads_ddsm_archive_layout(example, tmp_path, monkeypatch):
-    raw, _ = example
-    archive = tmp_path / "data.tar.gz"
-    with tarfile.open(archive, "w:gz") as tar:
-        for path in raw.iterdir():
-            tar.add(path, arcname=f"promoter_design/{path.name}")
-    monkeypatch.setattr(dna, "zenodo_checksum", lambda name="data.tar.gz": None)
-    dna.prepare(str(archive), tmp_path / "out")
-    again, _ = dna.load_prepared(tmp_path / "out")
-    original, _ = dna.load_prepared(example[1])
+def ddsm_archive(raw, path):
+    """The files of ``raw`` as a tar.gz in DDSM's layout (``promoter_design/NAME``)."""
+    with tarfile.open(path, "w:gz") as tar:
+        for file in sorted(raw.iterdir()):
+            tar.add(file, arcname=f"promoter_design/{file.name}")
+    return path
+
+
+def pin_of(path):
+    return dna.ArchivePin(md5=hashlib.md5(path.read_bytes()).hexdigest(), size=path.stat().st_size)
+
+
+def assert_same_windows(prepared, reference):
+    again, _ = dna.load_prepared(prepared)
+    original, _ = dna.load_prepared(reference)
     assert np.array_equal(again.sequences, original.sequences)
     assert np.array_equal(again.signal, original.signal)
+    assert np.array_equal(again.row, original.row)
+
+
+def test_prepare_reads_ddsm_archive_layout(example, tmp_path):
+    archive = ddsm_archive(example[0], tmp_path / "data.tar.gz")
+    dna.prepare(str(archive), tmp_path / "out", pin_of(archive))
+    assert_same_windows(tmp_path / "out", example[1])
+
+
+def test_a_local_archive_of_the_wrong_size_or_md5_is_refused_before_unpacking_naming_both_values(
+    example, tmp_path
+):
+    archive = ddsm_archive(example[0], tmp_path / "data.tar.gz")
+    size, md5 = archive.stat().st_size, hashlib.md5(archive.read_bytes()).hexdigest()
+    with pytest.raises(ValueError) as err:
+        dna.prepare(str(archive), tmp_path / "out")
+    message = str(err.value)
+    assert str(archive) in message and f"size {size} bytes" in message
+    assert f"expected {dna.DDSM_ARCHIVE.size} bytes" in message and dna.UNPINNED_FLAG in message
+    with pytest.raises(ValueError) as err:
+        dna.prepare(str(archive), tmp_path / "out", dna.ArchivePin(md5=dna.DDSM_ARCHIVE.md5, size=size))
+    message = str(err.value)
+    assert (
+        str(archive) in message and f"md5 {md5}" in message and f"expected {dna.DDSM_ARCHIVE.md5}" in message
+    )
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_truncated_archive_leaves_no_partial_file_and_the_rerun_with_the_whole_archive_succeeds(
+    example, tmp_path
+):
+    raw, reference = example
+    whole = ddsm_archive(raw, tmp_path / "whole.tar.gz")
+    data = whole.read_bytes()
+    archive, dest = tmp_path / "data.tar.gz", tmp_path / "out"
+    archive.write_bytes(data[: len(data) * 3 // 5])
+    with pytest.raises(ValueError, match=f"size {archive.stat().st_size} bytes, expected {len(data)}"):
+        dna.prepare(str(archive), dest, pin_of(whole))
+    assert list(dest.iterdir()) == []
+    with pytest.raises(ValueError, match="truncated or damaged in member promoter_design/"):
+        dna.unpack(archive, dest)
+    kept = sorted((dest / "raw").iterdir())
+    assert 0 < len(kept) < len(list(raw.iterdir()))
+    assert all(file.read_bytes() == (raw / file.name).read_bytes() for file in kept)
+    archive.write_bytes(data)
+    dna.prepare(str(archive), dest, pin_of(whole))
+    assert_same_windows(dest, reference)
+    assert sorted(file.name for file in (dest / "raw").iterdir()) == sorted(
+        file.name for file in raw.iterdir()
+    )
+
+
+def test_a_zero_byte_genome_is_refused_with_exit_non_zero_naming_the_chromosomes_and_the_command(
+    example, tmp_path
+):
+    folder = shutil.copytree(example[0], tmp_path / "raw")
+    (folder / dna.GENOME).write_bytes(b"")
+    result = subprocess.run(
+        cli_command("data", "dna", str(folder), str(tmp_path / "out")),
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode != 0, result.stdout
+    assert "(0 bytes) has no record of 5 chromosome(s)" in result.stderr
+    assert "chr1, chr10, chr2, chr8, chr9" in result.stderr
+    assert f"suite data dna data.tar.gz {tmp_path / 'out'}" in result.stderr
+    assert not (tmp_path / "out" / "promoters.json").exists()
+
+
+def test_a_missing_chromosome_or_0_windows_is_refused_and_the_set_already_prepared_stays(example, tmp_path):
+    raw, reference = example
+    folder = shutil.copytree(raw, tmp_path / "raw")
+    dest = shutil.copytree(reference, tmp_path / "prepared")
+    before = {name: (dest / name).read_bytes() for name in dna.PREPARED_FILES}
+    genome = read_genome(raw / dna.GENOME)
+    (folder / dna.GENOME).write_text("".join(f">{c}\n{s}\n" for c, s in genome.items() if c != "chr9"))
+    with pytest.raises(ValueError, match=r"no record of 1 chromosome\(s\) .*: chr9;.*suite data dna"):
+        dna.prepare(str(folder), dest)
+    (folder / dna.GENOME).write_text("".join(f">{c}\n{s[:600]}\n" for c, s in genome.items()))
+    with pytest.raises(ValueError, match=r"0 windows: the table has 15 TSSs, 15 of them .*suite data dna"):
+        dna.prepare(str(folder), dest)
+    assert {name: (dest / name).read_bytes() for name in dna.PREPARED_FILES} == before
+    assert not list(dest.glob(".*"))
+
+
+def test_a_prepared_set_of_0_windows_is_refused_with_the_command_to_prepare_it_again(tmp_path):
+    empty = dna.Windows(
+        sequences=np.zeros((0, 1024), np.uint8),
+        signal=np.zeros((0, 1024), np.float32),
+        row=np.zeros(0, np.int64),
+        chrom=np.zeros(0, np.int16),
+        tss=np.zeros(0, np.int64),
+        strand=np.zeros(0, np.int8),
+        chrom_names=[],
+    )
+    dna.write_prepared(tmp_path, empty, {}, 15)
+    with pytest.raises(FileNotFoundError, match=r"records 0 windows.*suite data dna"):
+        dna.load_prepared(tmp_path)
 
 
 def test_missing_data_folder_says_what_to_download_and_where(tmp_path):

@@ -1,14 +1,23 @@
-"""The text task's pieces: token cache and lock, vocabularies, the embedding denoiser, guidance, errors."""
+"""The text task's pieces: token cache and lock, vocabularies, the embedding denoiser, guidance, errors; the
+OpenWebText conversion skips links and devices, skips documents over the cap in bounded memory, and leaves
+HF_HOME empty."""
 
 from __future__ import annotations
 
+import io
+import json
+import lzma
 import multiprocessing
+import subprocess
+import sys
+import tarfile
 import time
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
 import torch
+from subprocesses import cli_env
 
 from suite.diffusion import EDMDenoiser
 from suite.solvers import guided, heun_sample, karras_sigmas
@@ -16,6 +25,7 @@ from suite.text import (
     Corpus,
     Vocabulary,
     decode_texts,
+    download_openwebtext,
     load_tokenizer,
     openwebtext_corpus,
     separator_id,
@@ -212,30 +222,160 @@ def test_a_missing_featuriser_is_an_error_before_training_unless_a_stand_in_is_a
     assert metric.spec.name == "mauve-minilm" and not metric.spec.paper
 
 
+class Repeating(io.RawIOBase):
+    """``size`` bytes of ``line`` repeated, read in pieces (a large document that is never held whole)."""
+
+    def __init__(self, line: bytes, size: int) -> None:
+        self.line, self.left, self.phase = line, size, 0
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.left if n < 0 else min(n, self.left)
+        piece = (self.line * (n // len(self.line) + 2))[self.phase : self.phase + n]
+        self.left -= n
+        self.phase = (self.phase + n) % len(self.line)
+        return piece
+
+
+def tar_bytes(members: list[tuple[str, bytes] | tarfile.TarInfo]) -> bytes:
+    """A tar of (name, data) regular files and header-only members (links, devices), in order."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for member in members:
+            if isinstance(member, tarfile.TarInfo):
+                archive.addfile(member)
+            else:
+                info = tarfile.TarInfo(member[0])
+                info.size = len(member[1])
+                archive.addfile(info, io.BytesIO(member[1]))
+    return buffer.getvalue()
+
+
+def special(name: str, kind: bytes, linkname: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, linkname
+    return info
+
+
+def document_line(name: str, size: int) -> bytes:
+    return f"{name} is a document of {size} bytes.\n".encode()
+
+
+def write_large_subset(path, documents: list[tuple[str, int]]) -> None:
+    """A subset archive of one .xz member holding (name, size) documents, written without holding them."""
+    inner = io.BytesIO()
+    with lzma.open(inner, "wb", preset=0) as xz, tarfile.open(fileobj=xz, mode="w|") as tar:
+        for name, size in documents:
+            info = tarfile.TarInfo(name)
+            info.size = size
+            tar.addfile(info, Repeating(document_line(name, size), size))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(tar_bytes([("openwebtext/urlsf_subset00-1_data.xz", inner.getvalue())]))
+
+
+def converted_texts(folder) -> list[str]:
+    corpus = openwebtext_corpus(folder, validation_docs=1)
+    return [t for split in ("train", "validation") for batch in corpus.documents(split) for t in batch]
+
+
 def test_the_released_openwebtext_archives_convert_to_the_folder_the_task_reads(tmp_path) -> None:
-    import io
-    import lzma
-    import tarfile
-
-    from suite.text import download_openwebtext
-
-    def tar_bytes(files: dict[str, bytes]) -> bytes:
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w") as archive:
-            for name, data in files.items():
-                info = tarfile.TarInfo(name)
-                info.size = len(data)
-                archive.addfile(info, io.BytesIO(data))
-        return buffer.getvalue()
-
     (tmp_path / "raw" / "subsets").mkdir(parents=True)
     for k in range(2):
-        docs = {f"{k}_{i}.txt": f"{DOCUMENTS[3 * k + i]}\n\n\n\nEnd {k}.{i}.\n".encode() for i in range(3)}
+        docs = [(f"{k}_{i}.txt", f"{DOCUMENTS[3 * k + i]}\n\n\n\nEnd {k}.{i}.\n".encode()) for i in range(3)]
         inner = lzma.compress(tar_bytes(docs))
-        subset = tar_bytes({f"openwebtext/urlsf_subset{k}-1_data.xz": inner})
+        subset = tar_bytes([(f"openwebtext/urlsf_subset{k}-1_data.xz", inner)])
         (tmp_path / "raw" / "subsets" / f"urlsf_subset{k:02d}.tar").write_bytes(subset)
     download_openwebtext(str(tmp_path / "raw"), tmp_path / "owt")
-    corpus = openwebtext_corpus(tmp_path / "owt", validation_docs=2)
-    texts = [t for batch in corpus.documents("train") for t in batch]
-    texts += [t for batch in corpus.documents("validation") for t in batch]
-    assert texts == [f"{DOCUMENTS[i]}\n\nEnd {i // 3}.{i % 3}." for i in range(6)]
+    assert converted_texts(tmp_path / "owt") == [f"{DOCUMENTS[i]}\n\nEnd {i // 3}.{i % 3}." for i in range(6)]
+    assert not (tmp_path / "owt" / ".conversion").exists()
+
+
+def test_links_and_devices_in_the_archives_are_skipped_with_one_warning_each_and_the_rest_converts(
+    tmp_path, capfd
+) -> None:
+    inner = tar_bytes(
+        [
+            ("0.txt", b"First document."),
+            special("link.txt", tarfile.SYMTYPE, "0.txt"),
+            special("tty.txt", tarfile.CHRTYPE),
+            ("1.txt", b"Second document."),
+        ]
+    )
+    outer = tar_bytes(
+        [
+            ("openwebtext/a.xz", lzma.compress(inner)),
+            special("openwebtext/elsewhere.xz", tarfile.SYMTYPE, "openwebtext/gone.xz"),
+            ("openwebtext/b.xz", lzma.compress(tar_bytes([("2.txt", b"Third document.")]))),
+        ]
+    )
+    (tmp_path / "raw" / "subsets").mkdir(parents=True)
+    (tmp_path / "raw" / "subsets" / "urlsf_subset00.tar").write_bytes(outer)
+    download_openwebtext(str(tmp_path / "raw"), tmp_path / "owt")
+    assert converted_texts(tmp_path / "owt") == ["First document.", "Second document.", "Third document."]
+    warnings = [line for line in capfd.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 3
+    assert "openwebtext/a.xz: link.txt is a symbolic link to 0.txt; skipped" in warnings[0]
+    assert "openwebtext/a.xz: tty.txt is a device; skipped" in warnings[1]
+    assert "openwebtext/elsewhere.xz is a symbolic link to openwebtext/gone.xz; skipped" in warnings[2]
+
+
+# Peak resident memory of the conversion of a large archive, after a conversion of a small one has done every
+# import and first-use allocation. The probe reads its own address space's high-water mark (VmHWM): Linux
+# carries the high-water mark of the pre-exec image into getrusage's ru_maxrss, so a child of the pytest
+# process would report pytest's size.
+MEMORY_PROBE = """
+import json, sys
+from suite.text import download_openwebtext
+
+
+def status(field):
+    with open("/proc/self/status") as lines:
+        return next(int(line.split()[1]) * 1024 for line in lines if line.startswith(field + ":"))
+
+
+small, large, out, cap = sys.argv[1:]
+download_openwebtext(small, out + "/warm-up", int(cap))
+resident = status("VmRSS")
+download_openwebtext(large, out + "/owt", int(cap))
+print(json.dumps({"resident": resident, "peak": status("VmHWM")}))
+"""
+
+
+def test_a_document_over_the_cap_is_skipped_in_memory_bounded_by_the_cap_and_hf_home_stays_empty(
+    tmp_path,
+) -> None:
+    cap = 2**20
+    near_cap = [(f"{i}.txt", cap * 9 // 10) for i in range(3)]
+    write_large_subset(tmp_path / "small" / "subsets" / "urlsf_subset00.tar", near_cap)
+    large = [near_cap[0], ("huge.txt", 64 * cap), *near_cap[1:]]
+    write_large_subset(tmp_path / "large" / "subsets" / "urlsf_subset00.tar", large)
+    (tmp_path / "hf").mkdir()
+    env = {
+        k: v
+        for k, v in cli_env(HF_HOME=str(tmp_path / "hf")).items()
+        if k not in ("HF_DATASETS_CACHE", "HF_HUB_CACHE")
+    }
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            MEMORY_PROBE,
+            str(tmp_path / "small"),
+            str(tmp_path / "large"),
+            str(tmp_path),
+            str(cap),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    memory = json.loads(result.stdout.strip().splitlines()[-1])
+    assert memory["peak"] - memory["resident"] < 16 * cap
+    assert f"huge.txt is {64 * cap} bytes, over the cap of {cap}; skipped" in result.stderr
+    texts = converted_texts(tmp_path / "owt")
+    assert texts == [
+        Repeating(document_line(name, size), size).read().decode().strip() for name, size in near_cap
+    ]
+    assert list((tmp_path / "hf").iterdir()) == [] and not (tmp_path / "owt" / ".conversion").exists()
