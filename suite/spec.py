@@ -102,8 +102,10 @@ class SamplerSpec:
 
 @dataclass(frozen=True, eq=False)
 class RunSpec:
-    """One run: task, diffusion numbers, budget, sampler, seed and device, with its two hashes."""
+    """One run: task, diffusion numbers, budget, sampler, seed and device, with its two hashes; ``config``
+    is the resolved config it was read from, kept as the run's provenance record (``config.yaml``)."""
 
+    config: DictConfig
     task: str
     task_cfg: DictConfig
     diffusion: DiffusionSpec
@@ -239,6 +241,7 @@ def read_spec(cfg: DictConfig) -> tuple[RunSpec, list[str]]:
     budget, bad_budget = _budget(cfg.budget)
     diffusion, bad_task = _diffusion(cfg.task)
     spec = RunSpec(
+        config=cfg,
         task=str(cfg.task.name),
         task_cfg=cfg.task,
         diffusion=diffusion,
