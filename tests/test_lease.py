@@ -6,6 +6,7 @@ import dataclasses
 import json
 import multiprocessing
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -348,6 +349,30 @@ def test_status_shows_another_hosts_heartbeat_age_and_a_future_one_with_its_skew
     assert row["holder"].startswith("unknown node-b pid")
     assert row["holder"].endswith("heartbeat 3 days ahead of this host's clock: clock skew")
     assert row["status"] == "running"  # not known to be dead
+
+
+def test_a_launch_whose_runs_were_all_skipped_as_busy_exits_3_with_one_line_per_run(tmp_path, capsys):
+    from suite.cli import main
+    from suite.runner import plan_runs
+
+    args = ["--task", "bfashion", "--sampler", "edm,fm", "--results", str(tmp_path)]
+    for run in plan_runs("bfashion", "edm,fm", results=tmp_path):
+        plant(run.run_dir, host="node-b", token=run.cfg.sampler.name)
+    assert main(["run", *args]) == 3
+    out = capsys.readouterr().out
+    summary = out[out.index("2 run(s):") :].splitlines()[1:]
+    assert [line.split()[:2] for line in summary] == [
+        ["busy", "bfashion/smoke/edm/seed0"],
+        ["busy", "bfashion/smoke/fm/seed0"],
+    ]
+    assert all(
+        re.search(r"  trained by node-b pid \d+ since .* \(heartbeat \d+ s ago\)$", line) for line in summary
+    )
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == [
+        "comparison.json",
+        LEASE_FILE,
+        LEASE_FILE,
+    ]
 
 
 RANK_WORKER = """
