@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from suite.records import write_atomic
+from suite.records import check_write, write_atomic
 
 _NAME = re.compile(r"^ckpt-(\d+)\.pt$")
 _GLOBAL = re.compile(r"Unsupported global: GLOBAL ([\w.]+)")
@@ -97,6 +97,7 @@ def save_checkpoint(folder: str | os.PathLike, nimg: int, state: dict[str, Any])
     fault_point("checkpoint", nimg, buffer.getvalue()[: buffer.tell() // 2], path)
     write_atomic(path, buffer.getvalue())
     for old in list_checkpoints(folder)[:-KEEP]:
+        check_write(old)  # a removal is a write: the run's lease guards it too
         old.unlink(missing_ok=True)
     return path
 

@@ -1,4 +1,4 @@
-"""Command line: ``suite run|eval|data|profile|list|samplers|status|table|plot|report|bench``.
+"""Command line: ``suite run|eval|data|profile|list|samplers|status|lease|table|plot|report|bench``.
 
 Each subcommand is a small function; heavy imports happen inside them so ``suite --help`` is instant.
 """
@@ -151,6 +151,14 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="state of every run of a results folder")
     status.add_argument("--results", default="results")
     status.set_defaults(func=_lazy("suite.status", "main"))
+
+    lease = sub.add_parser("lease", help="a run's lease: suite lease break RUN_DIR")
+    lease_actions = lease.add_subparsers(dest="action", required=True)
+    breaking = lease_actions.add_parser(
+        "break", help="print the holder of a run's lease, then break it (the holder stops at its next write)"
+    )
+    breaking.add_argument("run_dir", help="a run folder (…/runs/<comparison>/<sampler>/seed<k>)")
+    breaking.set_defaults(func=_lazy("suite.lease", "break_command"))
 
     table = sub.add_parser("table", help="compile the comparison table from the records")
     table.add_argument("--results", default="results")

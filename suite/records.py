@@ -13,6 +13,10 @@ JSON files are replaced atomically (write to a temporary file, fsync, rename). J
 and fsynced; a kill mid-append can only tear the last line, which readers skip, and a resumed run
 rewrites each JSONL file atomically without the torn line and the rows past its checkpoint, so no row
 is ever written twice.
+
+Every write through this module into a folder with a registered write guard (:func:`guard_writes`: the
+run lease of ``suite.lease`` registers its ownership check for the run directory it holds) calls the guard
+first, and again just before a replacing rename; a guard refuses the write by raising.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import socket
 import subprocess
 import tempfile
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,6 +83,29 @@ def evaluation_row(*, nimg: int, spec: MetricSpec, result: dict[str, float], **f
     return row
 
 
+_WRITE_GUARDS: dict[str, Callable[[], None]] = {}
+
+
+def guard_writes(folder: str | os.PathLike, check: Callable[[], None]) -> None:
+    """Call ``check`` before every write of this module under ``folder`` until :func:`unguard_writes`."""
+    _WRITE_GUARDS[os.path.realpath(folder)] = check
+
+
+def unguard_writes(folder: str | os.PathLike) -> None:
+    """Remove the write guard of ``folder``."""
+    _WRITE_GUARDS.pop(os.path.realpath(folder), None)
+
+
+def check_write(path: str | os.PathLike) -> None:
+    """Call the write guard of the folder holding ``path``, if one is registered (it raises to refuse)."""
+    if not _WRITE_GUARDS:
+        return
+    target = os.path.realpath(path)
+    for folder, check in list(_WRITE_GUARDS.items()):
+        if target.startswith(folder + os.sep):
+            check()
+
+
 def _fsync_dir(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY)
     try:
@@ -90,6 +117,7 @@ def _fsync_dir(folder: Path) -> None:
 def write_atomic(path: str | os.PathLike, data: bytes) -> None:
     """Replace ``path`` with ``data`` so that readers see the old or the new file, never a torn one."""
     path = Path(path)
+    check_write(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -97,6 +125,7 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        check_write(path)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -138,6 +167,7 @@ def write_jsonl(path: str | os.PathLike, rows: Iterable[dict[str, Any]]) -> None
 def append_jsonl(path: str | os.PathLike, rows: Iterable[dict[str, Any]]) -> None:
     """Append rows (one JSON object per line) and fsync."""
     path = Path(path)
+    check_write(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as handle:
         handle.write("".join(json.dumps(row, sort_keys=True, default=str) + "\n" for row in rows))

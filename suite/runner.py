@@ -5,7 +5,14 @@ directories, ``results/runs/<task>-<budget>-<comparison hash>/<sampler label>/se
 one comparison shares the directory of its comparison hash, and the comparison's config is written
 once to ``comparison.json`` there. A run whose record says done is skipped, so re-running a command
 resumes what is unfinished and does nothing more; a run that another live process trains (it holds the
-run's lease, ``suite.lease``) is skipped with a line naming that process, and the next run starts.
+run's lease, ``suite.lease``) is skipped with a line naming that process, and the next run starts. A run
+whose lease was taken over while it trained stops at its next write, and the next run starts.
+
+A local launch ends with one line per run (its outcome: done, done already, failed, busy, lease lost,
+interrupted, not started) and exits with ``EXIT_DONE`` (0) when every run is done, ``EXIT_FAILED`` (1)
+when a run failed, ``EXIT_BUSY`` (3) when none failed but a run was left to another process (skipped as
+busy, or its lease lost), and ``EXIT_INTERRUPTED`` (130) when SIGTERM/SIGUSR2 stopped it (the runs after
+it are not started).
 
 Before anything runs (and for ``--dry-run``), :func:`check_runs` reads every planned run's spec
 (``suite.spec``) and builds its loss weight, noise sampler, task and network with the functions training
@@ -33,12 +40,14 @@ from suite.config import (
     sampler_label,
     to_dict,
 )
-from suite.lease import RunBusy
+from suite.lease import LeaseLost, RunBusy
 from suite.records import RunDirectory, read_json, write_json
 from suite.sampler import SAMPLERS
 from suite.spec import RunSpec, read_spec, run_spec
 from suite.task import TASKS
 from suite.training import Interrupted, train
+
+EXIT_DONE, EXIT_FAILED, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 3, 130
 
 
 @dataclass
@@ -179,36 +188,64 @@ def describe(runs: list[PlannedRun]) -> str:
     return "\n".join(lines)
 
 
-def run_one(cfg_dict: dict[str, Any], run_dir: str) -> dict[str, Any]:
-    """Execute one run from a plain config dict (the entry point of local and SLURM execution)."""
+def launch_run(cfg_dict: dict[str, Any], run_dir: str) -> tuple[str, str]:
+    """Execute one run from a plain config dict; returns its outcome (``done``, ``done already``, ``busy``
+    or ``lease lost``) and, for the last two, the line that says why. Failures raise."""
     cfg = OmegaConf.create(cfg_dict)
     folder = Path(run_dir)
     marker = folder.parent.parent / "comparison.json"
     if not marker.is_file():
         write_json(marker, comparison_config(cfg))
     if RunDirectory(folder).status() == "done":
-        return RunDirectory(folder).info()
+        return "done already", ""
     try:
-        return train(cfg, folder)
+        train(cfg, folder)
     except RunBusy as busy:
         print(f"skipping: {busy}", flush=True)
-        return RunDirectory(folder).info()
+        return "busy", f"trained by {busy.who}"
+    except LeaseLost as lost:
+        print(f"stopping: {lost}", flush=True)
+        return "lease lost", lost.now
+    return "done", ""
+
+
+def run_one(cfg_dict: dict[str, Any], run_dir: str) -> dict[str, Any]:
+    """Execute one run from a plain config dict (the entry point of SLURM execution); returns its
+    run.json."""
+    launch_run(cfg_dict, run_dir)
+    return RunDirectory(run_dir).info()
 
 
 def run_local(runs: list[PlannedRun]) -> int:
-    """Run the planned runs one after the other; failures are recorded and the rest still run."""
-    failures = 0
+    """Run the planned runs one after the other (failures are recorded and the rest still run; an
+    interruption stops the launch), print one line per run, and return the exit code (module docstring)."""
+    outcomes: list[tuple[str, PlannedRun, str]] = []
+    interrupted = False
     for run in runs:
+        if interrupted:
+            outcomes.append(("not started", run, ""))
+            continue
         if run.status == "done":
             print(f"done already: {run.label}")
+            outcomes.append(("done already", run, ""))
             continue
         print(f"== {run.label} -> {run.run_dir}", flush=True)
         try:
-            run_one(OmegaConf.to_container(run.cfg, resolve=True), str(run.run_dir))  # type: ignore[arg-type]
+            cfg_dict = OmegaConf.to_container(run.cfg, resolve=True)
+            outcome, why = launch_run(cfg_dict, str(run.run_dir))  # type: ignore[arg-type]
         except Interrupted as stop:
             print(stop)
-            return 130
-        except Exception:  # recorded in run.json by train(); keep going with the other runs
-            failures += 1
+            outcome, why, interrupted = "interrupted", str(stop), True
+        except Exception as err:  # recorded in run.json by train(); keep going with the other runs
             traceback.print_exc()
-    return 1 if failures else 0
+            outcome, why = "failed", f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0]}"
+        outcomes.append((outcome, run, why))
+    print(f"{len(runs)} run(s):")
+    for outcome, run, why in outcomes:
+        print(f"  {outcome:<12} {run.label}" + (f"  {why}" if why else ""))
+    found = {outcome for outcome, _, _ in outcomes}
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if "failed" in found:
+        return EXIT_FAILED
+    return EXIT_BUSY if found & {"busy", "lease lost"} else EXIT_DONE

@@ -7,10 +7,12 @@ where there is no accounting). A run whose record says pending or running while 
 exception before the run could record it, out of memory, a kill, a node failure) is shown as failed. Failed
 runs show their error line: ``run.json``'s ``error``, else the last line of the job's stderr log.
 
-The ``holder`` column names the process that holds the run's lease (``suite.lease``): host, pid and
-since when, or ``stale …`` for a lease whose process is gone. A run outside SLURM whose record says
-running but whose lease is gone or stale was killed, and is shown as interrupted; one whose record has
-not caught up with a live holder yet is shown as running.
+The ``holder`` column names the process that holds the run's lease (``suite.lease``): host, pid, since
+when and the heartbeat's age on this host's clock, prefixed ``stale`` for a lease judged stale (its
+process gone, or its heartbeat older than the stale limit) and ``unknown`` for one whose heartbeat is
+ahead of this host's clock by more than ``suite.lease.SKEW_MARGIN_S``, which is shown with the skew. A
+run outside SLURM whose record says running but whose lease is gone or stale was killed, and is shown as
+interrupted; one whose record has not caught up with a live holder yet is shown as running.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from suite.lease import DEFAULT_TIMEOUT_S, Holder, read_holder
+from suite.lease import Holder, LeaseFile, judge, read_lease, stale_limit
 from suite.results import find_runs
 from suite.slurm import read_submission, slurm_command
 
@@ -103,12 +105,17 @@ def effective_status(recorded: str, slurm_state: str, holder_live: bool | None =
     return recorded
 
 
-def describe_holder(holder: Holder | None, live: bool) -> str:
-    """``host pid N since T`` of a lease holder, ``stale …`` for a dead one, ``-`` for none."""
-    if holder is None:
+def describe_holder(seen: LeaseFile | None, live: bool | None, clock: float) -> str:
+    """``host pid N since T, heartbeat …`` of a lease holder (its heartbeat's age or skew against
+    ``clock``), ``stale …`` for a stale one, ``unknown …`` for one of unknown age, ``-`` for none."""
+    if seen is None:
         return "-"
-    since = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(holder.since))
-    return f"{'' if live else 'stale '}{holder.host} pid {holder.pid} since {since}Z"
+    prefix = {True: "", False: "stale ", None: "unknown "}[live]
+    if seen.holder is None:
+        return f"{prefix}unreadable lease record"
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seen.holder.since))
+    beat = seen.note(clock, "this host's clock")
+    return f"{prefix}{seen.holder.host} pid {seen.holder.pid} since {since}Z, {beat}"
 
 
 def _short(text: str) -> str:
@@ -122,13 +129,14 @@ def collect(results: str | Path) -> pd.DataFrame:
     submissions = {run.path: read_submission(run.path) for run in runs}
     states = sacct_states(sub["array_job_id"] for sub in submissions.values() if sub.get("array_job_id"))
     rows: list[dict[str, Any]] = []
+    me, limit = Holder.of_this_process(), stale_limit()
     for run in runs:
         info, sub = run.info, submissions[run.path]
         task, budget = run.comparison.name.rsplit("-", 2)[:2]
         job = sub.get("job_id", "")
         slurm_state = "" if not job else "unknown" if states is None else states.get(job, "unknown")
-        holder = read_holder(run.path)
-        live = holder is not None and not holder.stale(DEFAULT_TIMEOUT_S)
+        seen, clock = read_lease(run.path), time.time()
+        live = False if seen is None else judge(seen, me, limit, clock)
         status = effective_status(info.get("status", "pending"), slurm_state, live)
         error = ""
         if status == "failed":
@@ -148,7 +156,7 @@ def collect(results: str | Path) -> pd.DataFrame:
                 "kimg": info.get("kimg", 0.0),
                 "job": job or "-",
                 "slurm": slurm_state or "-",
-                "holder": describe_holder(holder, live),
+                "holder": describe_holder(seen, live, clock),
                 "error": _short(error),
             }
         )

@@ -14,9 +14,10 @@ previous tick travels in the checkpoint, so a resumed run writes the same rows a
 (timings aside).
 
 A run is trained under its lease (``suite.lease``): the main process takes it before it loads any data,
-removes the temporary files dead writers left in the run directory, refreshes the heartbeat while it
-trains, and stops if the lease was taken over. A launch that finds the lease held by a live process
-raises :class:`suite.lease.RunBusy` on every rank without writing anything.
+removes the temporary files dead writers left in the run directory, and refreshes the heartbeat while it
+trains; every write into the run directory asks the lease first, so a process whose lease was taken over
+raises :class:`suite.lease.LeaseLost` at its next write instead of writing. A launch that finds the lease
+held by a live process raises :class:`suite.lease.RunBusy` on every rank without writing anything.
 """
 
 from __future__ import annotations
@@ -59,11 +60,8 @@ class Interrupted(Exception):
 class Trainer:
     """One run's task, data, training state and evaluator; ``run()`` trains, evaluates and records."""
 
-    def __init__(
-        self, cfg: DictConfig, run_dir: Path, ctx: DistContext | None = None, lease: Lease | None = None
-    ) -> None:
+    def __init__(self, cfg: DictConfig, run_dir: Path, ctx: DistContext | None = None) -> None:
         self.cfg = cfg
-        self.lease = lease
         self.budget = cfg.budget
         self.ctx = ctx or init_distributed(cfg.device)
         self.dir = RunDirectory(run_dir)
@@ -270,8 +268,6 @@ class Trainer:
                 "wall_time": round(self.state.wall_time, 2),
                 "lr": self.state.optimizer.param_groups[0]["lr"],
             }
-            if self.lease is not None:
-                self.lease.heartbeat()
             append_jsonl(self.dir.stats, [row])
             print(
                 f"[{self.cfg.task.name}/{sampler_label(self.cfg)}/seed{self.cfg.seed}] "
@@ -293,7 +289,7 @@ def take_lease(run_dir: Path, ctx: DistContext) -> Lease | None:
             lease, busy = None, err
         else:
             if lease.taken_over is not None:
-                print(f"took over the stale lease of {lease.taken_over.describe()}", flush=True)
+                print(f"took over the stale lease of {lease.taken_over}", flush=True)
     if ctx.world_size > 1:
         flag = torch.tensor(float(busy is not None), device=ctx.device)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
@@ -317,7 +313,7 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any]:
         if ctx.is_main:
             for path in clean_temporary_files(run_dir):
                 print(f"removed {path}, left by a writer that did not finish", flush=True)
-        return Trainer(cfg, run_dir, ctx, lease).run()
+        return Trainer(cfg, run_dir, ctx).run()
     except (Interrupted, LeaseLost):
         raise
     except BaseException as err:

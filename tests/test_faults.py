@@ -8,7 +8,9 @@ those of an uninterrupted run value for value (timings aside); no row twice; no 
 break lock left; every checkpoint loadable with ``weights_only=True``. The damages: SIGKILL after a step
 chosen at random, SIGKILL while a checkpoint is half written (``SUITE_FAULT``, see ``suite.checkpoint``),
 SIGTERM, a second launch while the first trains, a truncated newest checkpoint, torn last JSONL lines,
-and a corrupted ``run.json``. A checkpoint holding a pickled object is refused, naming the file.
+and a corrupted ``run.json``. A checkpoint holding a pickled object is refused, naming the file. A holder
+stopped (SIGSTOP) past the stale limit, whose lease a launch on another host takes over to finish the
+run on real Fashion-MNIST, writes nothing when it wakes.
 """
 
 import fractions
@@ -29,7 +31,7 @@ from subprocesses import cli_command, cli_env
 from suite.checkpoint import list_checkpoints
 from suite.records import read_jsonl
 
-pytestmark = pytest.mark.slow  # about 3-5 minutes on 2 shared CPU cores: thirteen launches of the CLI
+pytestmark = pytest.mark.slow  # about 4-6 minutes on 2 shared CPU cores: sixteen launches of the CLI
 
 SAMPLER = "infonoise"
 BATCH = 32
@@ -205,7 +207,7 @@ def test_sigterm_checkpoints_and_stops_then_rerun_matches(tmp_path, data, refere
     assert_recovered(results, reference)
 
 
-def test_second_launch_of_a_training_run_names_the_holder_and_exits_0(tmp_path, data, reference):
+def test_second_launch_of_a_training_run_names_the_holder_and_exits_3(tmp_path, data, reference):
     results = tmp_path / "results"
     first = launch(results, data)
     deadline = time.time() + 300
@@ -213,9 +215,13 @@ def test_second_launch_of_a_training_run_names_the_holder_and_exits_0(tmp_path, 
         time.sleep(0.02)
     second = run(results, data)
     first_out, _ = first.communicate(timeout=600)
-    assert first.returncode == 0 and second.returncode == 0, first_out + second.stdout + second.stderr
-    if "done already" not in second.stdout:  # it started while the first still trained
+    assert first.returncode == 0, first_out
+    if "skipping:" not in second.stdout:  # it looked after the first had finished
+        assert second.returncode == 0, second.stdout + second.stderr
+    else:
+        assert second.returncode == 3, second.stdout + second.stderr
         assert f"is being trained by {os.uname().nodename} pid {first.pid} since " in second.stdout
+        assert f"  busy         bfashion/smoke/{SAMPLER}/seed0  trained by " in second.stdout
         assert "kimg" not in second.stdout.replace("ETA", "")  # it printed no training progress
     assert "kimg 0.5/0.5" in first_out
     assert_recovered(results, reference)
@@ -278,3 +284,78 @@ def test_dry_run_reports_every_invalid_value_before_training(tmp_path, capsys):
     ):
         assert text in err
     assert not (tmp_path / "runs").exists()
+
+
+STALE_LIMIT_S = 2.0
+FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
+
+
+@pytest.fixture(scope="module")
+def fashion() -> Path:
+    """The real Fashion-MNIST IDX files."""
+    if not (FASHION_MNIST / "train-images-idx3-ubyte.gz").is_file():
+        pytest.skip(f"no real Fashion-MNIST in {FASHION_MNIST} (apt-get install dataset-fashion-mnist)")
+    return FASHION_MNIST
+
+
+@pytest.fixture(scope="module")
+def fashion_reference(tmp_path_factory, fashion) -> Path:
+    results = tmp_path_factory.mktemp("uninterrupted-fashion")
+    done = run(results, fashion)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return results
+
+
+def folder_state(folder: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file and folder under ``folder``: content and modification time (ns)."""
+    return {
+        str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else b"", p.stat().st_mtime_ns)
+        for p in [folder, *folder.rglob("*")]
+    }
+
+
+def test_a_holder_stopped_past_the_stale_limit_and_taken_over_writes_nothing_when_it_wakes(
+    tmp_path, fashion, fashion_reference
+):
+    """SIGSTOP a training process, let a launch on another host take its lease over and finish the run,
+    SIGCONT it: it must stop at its next write, leaving the finished folder as it was."""
+    results = tmp_path / "results"
+    stale_limit = {"SUITE_LEASE_TIMEOUT": str(STALE_LIMIT_S)}
+    holder = subprocess.Popen(
+        command(results, fashion),
+        env=cli_env(**stale_limit),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline and not list(results.glob(f"runs/*/{SAMPLER}/seed0/checkpoints/ckpt-*")):
+            time.sleep(0.02)
+        holder.send_signal(signal.SIGSTOP)  # while it trains on, past its first checkpoint
+        folder = run_dir_of(results)
+        assert json.loads((folder / "run.json").read_text())["status"] == "running"
+        time.sleep(STALE_LIMIT_S + 0.5)
+        takeover = subprocess.run(
+            command(results, fashion),
+            env=cli_env(**stale_limit, SUITE_HOSTNAME="node-b"),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert takeover.returncode == 0, takeover.stdout + takeover.stderr
+        assert (
+            f"took over the stale lease of {os.uname().nodename} pid {holder.pid} since " in takeover.stdout
+        )
+        assert_recovered(results, fashion_reference)
+        finished = folder_state(folder)
+    except BaseException:
+        holder.kill()
+        holder.communicate()
+        raise
+    holder.send_signal(signal.SIGCONT)
+    out, _ = holder.communicate(timeout=300)
+    assert holder.returncode == 3, out
+    assert f"stopping: lost the lease of {folder} (lease.json is gone)" in out
+    assert f"  lease lost   bfashion/smoke/{SAMPLER}/seed0  lease.json is gone" in out
+    assert folder_state(folder) == finished

@@ -1,17 +1,23 @@
-"""The run lease: one holder at a time, stale leases taken over, heartbeats, dead writers' files removed."""
+"""The run lease: one holder at a time, stale leases taken over (by the file system's clock, skew reported),
+heartbeats that never touch a lease taken over, a write guard that stops a holder that lost its lease,
+``suite lease break``, the exit code of a launch of busy runs, dead writers' files removed."""
 
 import dataclasses
 import json
 import multiprocessing
 import os
+import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
+import torch
 
+from suite.checkpoint import save_checkpoint
 from suite.lease import (
     BREAK_FILE,
     LEASE_FILE,
@@ -21,7 +27,9 @@ from suite.lease import (
     RunBusy,
     clean_temporary_files,
     read_holder,
+    read_lease,
 )
+from suite.records import RunDirectory, append_jsonl
 
 
 def dead_pid() -> int:
@@ -31,21 +39,40 @@ def dead_pid() -> int:
     return proc.pid
 
 
-def plant(run_dir: Path, **changes) -> Holder:
-    """Write a lease record as another process would have, with ``changes`` to this process's record."""
+def plant(run_dir: Path, heartbeat: float | None = None, **changes) -> Holder:
+    """Put a lease record in place as another process's take-over would (a new file), with ``changes`` to
+    this process's record and its heartbeat (modification time) at ``heartbeat`` (default now)."""
     holder = dataclasses.replace(Holder.of_this_process(), **changes)
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / LEASE_FILE).write_bytes(holder.to_bytes())
+    tmp = run_dir / "planted"
+    tmp.write_bytes(holder.to_bytes())
+    if heartbeat is not None:
+        os.utime(tmp, (heartbeat, heartbeat))
+    os.replace(tmp, run_dir / LEASE_FILE)
     return holder
 
 
-def test_lease_records_host_pid_start_and_heartbeat_and_is_removed_on_release(tmp_path):
+def folder_state(folder: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file and folder under ``folder``: content and modification time (ns)."""
+    return {
+        str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else b"", p.stat().st_mtime_ns)
+        for p in [folder, *folder.rglob("*")]
+    }
+
+
+def test_lease_records_host_pid_start_and_since_and_is_removed_on_release(tmp_path):
     with Lease(tmp_path) as lease:
         record = json.loads((tmp_path / LEASE_FILE).read_text())
         assert record["pid"] == os.getpid() and record["host"] == os.uname().nodename
-        assert record["since"] <= record["heartbeat"] <= time.time()
+        assert record["since"] - 1 <= (tmp_path / LEASE_FILE).stat().st_mtime <= time.time() + 1
         assert record["since_utc"].endswith("+00:00") and record["token"] == lease.record.token
     assert not (tmp_path / LEASE_FILE).exists()
+
+
+def test_suite_hostname_sets_the_host_a_lease_names(tmp_path, monkeypatch):
+    monkeypatch.setenv("SUITE_HOSTNAME", "node-b")
+    with Lease(tmp_path):
+        assert read_holder(tmp_path).host == "node-b"
 
 
 def test_a_second_lease_on_a_live_holder_is_refused_naming_host_pid_and_since(tmp_path):
@@ -59,7 +86,7 @@ def test_a_second_lease_on_a_live_holder_is_refused_naming_host_pid_and_since(tm
 def test_lease_of_a_dead_process_on_this_host_is_taken_over(tmp_path):
     old = plant(tmp_path, pid=dead_pid(), token="dead")
     with Lease(tmp_path) as lease:
-        assert lease.taken_over == old and read_holder(tmp_path).pid == os.getpid()
+        assert lease.taken_over.startswith(old.describe()) and read_holder(tmp_path).pid == os.getpid()
 
 
 def test_lease_of_a_reused_pid_is_taken_over(tmp_path):
@@ -77,11 +104,58 @@ def test_lease_from_before_a_reboot_of_this_host_is_taken_over(tmp_path):
 
 def test_another_hosts_lease_is_live_until_its_heartbeat_is_older_than_the_timeout(tmp_path):
     plant(tmp_path, host="node-b", heartbeat=time.time() - 5, token="b")
-    with pytest.raises(RunBusy, match="node-b pid"):
+    with pytest.raises(RunBusy, match=r"node-b pid .* \(heartbeat 5 s ago\)"):
         Lease(tmp_path, timeout=60, interval=1).acquire(patience=0.2)
     plant(tmp_path, host="node-b", heartbeat=time.time() - 61, token="b")
     with Lease(tmp_path, timeout=60, interval=1):
         assert read_holder(tmp_path).host != "node-b"
+
+
+def test_the_stale_limit_is_read_from_suite_lease_timeout(tmp_path, monkeypatch):
+    monkeypatch.setenv("SUITE_LEASE_TIMEOUT", "2")
+    plant(tmp_path, host="node-b", heartbeat=time.time() - 1, token="b")
+    with pytest.raises(RunBusy):
+        Lease(tmp_path).acquire(patience=0.2)
+    plant(tmp_path, host="node-b", heartbeat=time.time() - 3, token="b")
+    with Lease(tmp_path) as lease:
+        assert lease.timeout == 2 and lease.interval == 0.1
+    monkeypatch.setenv("SUITE_LEASE_TIMEOUT", "soon")
+    with pytest.raises(ValueError, match="SUITE_LEASE_TIMEOUT='soon': must be a positive number of seconds"):
+        Lease(tmp_path)
+
+
+def test_a_holder_with_a_slow_clock_is_live_while_its_file_is_touched(tmp_path):
+    """The times a holder writes into its record do not enter the judgement: only the file's heartbeat."""
+    plant(tmp_path, host="node-b", since=time.time() - 7200, token="slow-clock")
+    with pytest.raises(RunBusy, match="node-b pid"):
+        Lease(tmp_path, timeout=60, interval=1).acquire(patience=0.2)
+
+
+def test_a_heartbeat_from_the_future_is_reported_with_its_skew_and_taken_over_after_one_stale_limit(
+    tmp_path, capsys
+):
+    year_2100 = 4102444800.0
+    plant(tmp_path, host="node-b", heartbeat=year_2100, token="future")
+    start = time.monotonic()
+    with Lease(tmp_path, timeout=1.5, interval=0.1) as lease:
+        waited = time.monotonic() - start
+        assert read_holder(tmp_path).token == lease.record.token
+    assert 1.5 <= waited < 10
+    out = capsys.readouterr().out
+    assert "node-b pid" in out and "years ahead of the clock of its file system: clock skew" in out
+    assert "watching it for up to 1.5 s" in out
+
+
+def test_a_heartbeat_from_the_future_that_changes_belongs_to_a_live_holder(tmp_path):
+    plant(tmp_path, host="node-b", heartbeat=4102444800.0, token="future")
+    touch = threading.Timer(0.5, os.utime, args=(tmp_path / LEASE_FILE,))  # the holder's next heartbeat
+    touch.start()
+    try:
+        with pytest.raises(RunBusy, match=r"node-b pid .* \(heartbeat 0 s ago\)"):
+            Lease(tmp_path, timeout=5, interval=0.1).acquire(patience=0.2)
+    finally:
+        touch.join()
+    assert read_holder(tmp_path).token == "future"
 
 
 def test_requeued_slurm_job_takes_over_its_previous_runs_lease_on_another_node(tmp_path, monkeypatch):
@@ -103,19 +177,74 @@ def test_unparseable_lease_is_taken_over(tmp_path):
 
 def test_heartbeat_thread_refreshes_the_time_stamp(tmp_path):
     with Lease(tmp_path, timeout=5, interval=0.05):
-        first = read_holder(tmp_path).heartbeat
+        first = read_lease(tmp_path)
         time.sleep(0.4)
-        assert read_holder(tmp_path).heartbeat > first
+        now = read_lease(tmp_path)
+        assert now.mtime_ns > first.mtime_ns and now.same_file(first, same_heartbeat=False)
 
 
-def test_holder_whose_lease_was_taken_over_stops_at_its_next_heartbeat(tmp_path):
+def test_holder_whose_lease_was_taken_over_writes_nothing_more_and_its_heartbeat_leaves_the_lease_alone(
+    tmp_path,
+):
+    run_dir = tmp_path / "run"
+    folder = RunDirectory(run_dir)
+    with Lease(run_dir, timeout=5, interval=0.05):
+        folder.update(status="running")
+        append_jsonl(folder.stats, [{"nimg": 1}])
+        plant(run_dir, host="node-b", token="usurper")
+        before = folder_state(run_dir)
+        time.sleep(0.3)  # six heartbeats of the loser
+        for write in (
+            lambda: folder.update(status="failed"),
+            lambda: append_jsonl(folder.stats, [{"nimg": 2}]),
+            lambda: append_jsonl(folder.records, [{"nimg": 2}]),
+            lambda: save_checkpoint(folder.checkpoints, 64, {"x": torch.zeros(1)}),
+        ):
+            with pytest.raises(LeaseLost, match=r"lost the lease of .*lease.json names node-b pid"):
+                write()
+        assert folder_state(run_dir) == before  # not a byte, not a time stamp
+    assert folder_state(run_dir) == before and read_holder(run_dir).token == "usurper"
+
+
+def test_heartbeat_of_a_holder_whose_lease_was_taken_over_and_released_does_not_bring_it_back(tmp_path):
     with Lease(tmp_path, timeout=5, interval=0.05) as lease:
         plant(tmp_path, host="node-b", token="usurper")
+        (tmp_path / LEASE_FILE).unlink()  # the usurper finished and released it
         time.sleep(0.3)
-        with pytest.raises(LeaseLost, match="node-b"):
-            lease.heartbeat()
-        assert read_holder(tmp_path).token == "usurper"  # the loser does not overwrite or remove it
-    assert read_holder(tmp_path).token == "usurper"
+        assert not (tmp_path / LEASE_FILE).exists()
+        with pytest.raises(LeaseLost, match=r"lease.json is gone"):
+            lease.check()
+    assert not (tmp_path / LEASE_FILE).exists()
+
+
+def test_a_lease_naming_pid_1_without_a_start_time_is_broken_by_suite_lease_break(tmp_path, capsys):
+    """pid 1 always runs, and without a start time a reused pid cannot be told apart: the lease counts as
+    live while its heartbeat is fresh, is broken by hand, and goes stale with its heartbeat."""
+    from suite.cli import main
+
+    plant(tmp_path, pid=1, start_ticks=None, token="init")
+    with pytest.raises(RunBusy, match=rf"{os.uname().nodename} pid 1 since"):
+        Lease(tmp_path, timeout=60, interval=1).acquire(patience=0.2)
+    assert main(["lease", "break", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"held by {os.uname().nodename} pid 1 since" in out and "; live" in out
+    assert f"broke the lease of {tmp_path}" in out and not (tmp_path / LEASE_FILE).exists()
+    with Lease(tmp_path):
+        assert read_holder(tmp_path).pid == os.getpid()
+    plant(tmp_path, pid=1, start_ticks=None, token="init", heartbeat=time.time() - 61)
+    with Lease(tmp_path, timeout=60, interval=1) as lease:
+        assert "pid 1 since" in lease.taken_over
+
+
+def test_breaking_a_live_holders_lease_stops_it_at_its_next_write(tmp_path, capsys):
+    from suite.cli import main
+
+    with Lease(tmp_path):
+        assert main(["lease", "break", str(tmp_path)]) == 0
+        assert f"pid {os.getpid()} since" in capsys.readouterr().out
+        with pytest.raises(LeaseLost, match="lease.json is gone"):
+            RunDirectory(tmp_path).update(status="running")
+    assert not (tmp_path / "run.json").exists()
 
 
 def test_break_lock_left_by_a_dead_process_is_cleared(tmp_path):
@@ -192,7 +321,6 @@ def test_clean_up_finds_what_a_writer_killed_between_write_and_rename_leaves(tmp
 
 
 def test_status_shows_the_holder_and_a_killed_run_as_interrupted(tmp_path):
-    from suite.records import RunDirectory
     from suite.status import collect
 
     run_dir = tmp_path / "runs" / "bfashion-smoke-0123abcd" / "edm" / "seed0"
@@ -201,9 +329,50 @@ def test_status_shows_the_holder_and_a_killed_run_as_interrupted(tmp_path):
         (row,) = collect(tmp_path).to_dict("records")
         assert row["status"] == "running"
         assert row["holder"].startswith(f"{os.uname().nodename} pid {os.getpid()} since ")
+        assert row["holder"].endswith(", heartbeat 0 s ago")
     plant(run_dir, pid=dead_pid(), token="killed")
     (row,) = collect(tmp_path).to_dict("records")
     assert row["status"] == "interrupted" and row["holder"].startswith("stale ")
+
+
+def test_status_shows_another_hosts_heartbeat_age_and_a_future_one_with_its_skew(tmp_path):
+    from suite.status import collect
+
+    run_dir = tmp_path / "runs" / "bfashion-smoke-0123abcd" / "edm" / "seed0"
+    RunDirectory(run_dir).update(status="running", kimg=0.5)
+    plant(run_dir, host="node-b", heartbeat=time.time() - 700)
+    (row,) = collect(tmp_path).to_dict("records")
+    assert row["holder"].startswith("stale node-b pid") and row["holder"].endswith("heartbeat 12 min ago")
+    assert row["status"] == "interrupted"
+    plant(run_dir, host="node-b", heartbeat=time.time() + 3 * 86400)
+    (row,) = collect(tmp_path).to_dict("records")
+    assert row["holder"].startswith("unknown node-b pid")
+    assert row["holder"].endswith("heartbeat 3 days ahead of this host's clock: clock skew")
+    assert row["status"] == "running"  # not known to be dead
+
+
+def test_a_launch_whose_runs_were_all_skipped_as_busy_exits_3_with_one_line_per_run(tmp_path, capsys):
+    from suite.cli import main
+    from suite.runner import plan_runs
+
+    args = ["--task", "bfashion", "--sampler", "edm,fm", "--results", str(tmp_path)]
+    for run in plan_runs("bfashion", "edm,fm", results=tmp_path):
+        plant(run.run_dir, host="node-b", token=run.cfg.sampler.name)
+    assert main(["run", *args]) == 3
+    out = capsys.readouterr().out
+    summary = out[out.index("2 run(s):") :].splitlines()[1:]
+    assert [line.split()[:2] for line in summary] == [
+        ["busy", "bfashion/smoke/edm/seed0"],
+        ["busy", "bfashion/smoke/fm/seed0"],
+    ]
+    assert all(
+        re.search(r"  trained by node-b pid \d+ since .* \(heartbeat \d+ s ago\)$", line) for line in summary
+    )
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == [
+        "comparison.json",
+        LEASE_FILE,
+        LEASE_FILE,
+    ]
 
 
 RANK_WORKER = """
