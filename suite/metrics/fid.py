@@ -18,7 +18,7 @@ The Inception weights are read by the suite with `torch.load(weights_only=True)`
 given to torch-fidelity's extractor as an in-memory archive of those tensors, never as a file path.
 
 Reference statistics are cached by the suite, not by torch-fidelity, whose cache (`cache=True`) reads its
-`.pt` files with `torch.load(weights_only=False)`: a file placed in a shared cache would run as code. The
+`.pt` files with `torch.load` and `weights_only` off: a file placed in a shared cache would run as code. The
 suite calls torch-fidelity's uncached feature extraction and `fid_features_to_statistics` (μ the float32 mean
 of the float32 features, Σ their float64 covariance) and stores the result in EDM's reference layout, an
 `.npz` of float64 `mu` [d] and `sigma` [d, d] (μ widened exactly, so FID is bit-identical to the uncached
