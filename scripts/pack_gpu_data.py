@@ -161,10 +161,15 @@ def pack_subset(images: np.ndarray, labels: np.ndarray, folder: Path, n: int) ->
 
 
 def pack_weights(src: Path, dst: Path) -> dict:
-    """Write the Inception state dict with large float tensors in fp16; drop an all-zero ``fc``."""
+    """Write the Inception state dict with large float tensors in fp16; drop an all-zero ``fc``.
+
+    ``src`` is read by ``load_inception_weights`` (``torch.load(weights_only=True)``, checked against the
+    extractor's layout; ValueError naming the file otherwise)."""
     import torch
 
-    state = torch.load(src, map_location="cpu")
+    from suite.metrics.inception import load_inception_weights
+
+    state = load_inception_weights(src)
     fc_zero = all(not bool(state[k].any()) for k in ("fc.weight", "fc.bias") if k in state)
     packed, half = {}, 0
     for key, value in state.items():
@@ -206,7 +211,7 @@ def restore_weights(path: Path) -> dict:
     """The fp32 state dict of a file written by ``pack_weights``."""
     import torch
 
-    packed = torch.load(path, map_location="cpu")
+    packed = torch.load(path, map_location="cpu", weights_only=True)
     state = {k: v.to(torch.float32) if v.is_floating_point() else v for k, v in packed["state"].items()}
     if packed["fc_zero"]:
         state.update({k: torch.zeros(shape) for k, shape in packed["fc_shapes"].items()})
@@ -323,7 +328,7 @@ def pack(args: argparse.Namespace) -> int:
 def unpack(args: argparse.Namespace) -> int:
     import torch
 
-    from suite.metrics.inception import CONVERTED_WEIGHTS_NAME
+    from suite.metrics.inception import CONVERTED_WEIGHTS_NAME, load_inception_weights
 
     carry, dest, cache = Path(args.carry), Path(args.dest), Path(args.cache)
     manifest = json.loads((carry / MANIFEST).read_text())
@@ -341,9 +346,7 @@ def unpack(args: argparse.Namespace) -> int:
     cache.mkdir(parents=True, exist_ok=True)
     weights = cache / CONVERTED_WEIGHTS_NAME
     torch.save(restore_weights(carry / WEIGHTS_FILE), weights)
-    from torch_fidelity.feature_extractor_inceptionv3 import FeatureExtractorInceptionV3
-
-    FeatureExtractorInceptionV3("inception-v3-compat", ["2048"], feature_extractor_weights_path=str(weights))
+    load_inception_weights(weights)  # read back as FID reads it: tensors only, in the extractor's layout
     manifest["unpacked"] = {
         "bfashion_idx": str(dest / "bfashion"),
         "fashion_idx": str(dest / "fashion"),

@@ -6,8 +6,8 @@ every random draw, see ``suite.training``), wall time and the config hash. Every
 container (dict, list, tuple) of tensors, strings, numbers, booleans and None: :func:`save_checkpoint`
 refuses anything else, naming where it sits in the state, and checkpoints are read with
 ``torch.load(weights_only=True)``, which builds no other object, so loading a checkpoint cannot run
-code. A checkpoint that holds other objects (a pickled instance, a function) is refused with an error
-naming the file and the object's type; it was not written by this suite.
+code. A checkpoint that holds other objects (a pickled instance, a function call) is refused with an error
+naming the file and the class or function it refers to; it was not written by this suite.
 
 A checkpoint is written to a temporary file, fsynced and renamed, so a kill at any moment leaves either
 the previous or the new checkpoint, never a torn one; the temporary file of a killed writer is removed
@@ -39,7 +39,7 @@ import torch
 from suite.records import check_write, write_atomic
 
 _NAME = re.compile(r"^ckpt-(\d+)\.pt$")
-_GLOBAL = re.compile(r"Unsupported global: GLOBAL ([\w.]+)")
+_GLOBAL = re.compile(r"GLOBAL ([\w.]+)")  # torch's refusal names the class or function after "GLOBAL "
 KEEP = 2
 FAULT_ENV = "SUITE_FAULT"
 _ATOMS = (torch.Tensor, str, int, float, bool, type(None), torch.Size, torch.dtype, torch.device)
@@ -114,8 +114,8 @@ def list_checkpoints(folder: str | os.PathLike) -> list[Path]:
 def load_checkpoint(path: str | os.PathLike, device: torch.device | str = "cpu") -> dict[str, Any]:
     """Read one checkpoint with ``weights_only=True``.
 
-    Raises :class:`UnsafeCheckpoint` (naming the file and the refused type) for a complete file that
-    holds other objects, and OSError/RuntimeError/EOFError for a truncated or unreadable one.
+    Raises :class:`UnsafeCheckpoint` (naming the file and the refused class or function) for a complete
+    file that holds other objects, and OSError/RuntimeError/EOFError for a truncated or unreadable one.
     """
     path = Path(path)
     if not zipfile.is_zipfile(path):
@@ -124,7 +124,7 @@ def load_checkpoint(path: str | os.PathLike, device: torch.device | str = "cpu")
         state = torch.load(path, map_location=device, weights_only=True)
     except pickle.UnpicklingError as err:
         found = _GLOBAL.search(str(err))
-        what = f"an object of type {found.group(1)}" if found else "objects other than tensors"
+        what = f"a pickled reference to {found.group(1)}" if found else "objects other than tensors"
         raise UnsafeCheckpoint(
             f"refusing checkpoint {path}: it holds {what}, which torch.load(weights_only=True) does not "
             "build; suite checkpoints hold only tensors and plain containers. Remove the file (the run "

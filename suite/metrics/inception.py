@@ -16,7 +16,7 @@ Every weights file (configured, torch-fidelity's hub cache, the suite's converte
 with `torch.load(weights_only=True)`, which builds tensors and plain containers and no other object, and is
 checked against the extractor's layout (names and shapes, by `load_state_dict` into a copy on the meta
 device). The extractor is then given those tensors re-serialised in memory (`inception_weights_archive`):
-torch-fidelity reads `feature_extractor_weights_path` with `torch.load(weights_only=False)`, which would
+torch-fidelity reads `feature_extractor_weights_path` with `torch.load` and `weights_only` off, which would
 run whatever a pickled object's `__reduce__` names, so it never sees a file, only bytes the suite wrote
 from tensors. A file that fails either check is refused with a ValueError naming it and how to replace it.
 """

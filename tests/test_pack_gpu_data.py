@@ -1,0 +1,31 @@
+"""scripts/pack_gpu_data.py reads the FID Inception weights as the suite does (`load_inception_weights`):
+a weights file holding a pickled object is refused naming it, and the object's code does not run."""
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from payloads import MakeDirOnUnpickle
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "pack_gpu_data.py"
+
+
+def pack_gpu_data():
+    """The script as a module (scripts/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("pack_gpu_data", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_packing_weights_with_a_reduce_payload_is_refused_naming_the_file(tmp_path):
+    marker = tmp_path / "payload-ran"
+    weights, packed = tmp_path / "inception.pth", tmp_path / "inception-fp16.pt"
+    torch.save({"fc.bias": torch.zeros(1008), "fc.weight": MakeDirOnUnpickle(marker)}, weights)
+    with pytest.raises(
+        ValueError, match=rf"refusing FID Inception-v3 weights {re.escape(str(weights))}: it holds"
+    ):
+        pack_gpu_data().pack_weights(weights, packed)
+    assert not marker.exists() and not packed.exists()
