@@ -25,9 +25,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from suite.augment import AUGMENT_DIM, AugmentPipe
-from suite.data_sources import data_cache_dir
-from suite.image_formats import (
+from infonoise_modalities.image.augment import AUGMENT_DIM, AugmentPipe
+from infonoise_modalities.image.formats import (
     CIFAR_FOLDER,
     CIFAR_TARBALL,
     CIFAR_TARBALL_MD5,
@@ -42,8 +41,9 @@ from suite.image_formats import (
     write_cifar10,
     write_cifar10_standin,
 )
-from suite.image_task import Images, ImageTask
-from suite.networks import EDM_DDPMPP, UNet
+from infonoise_modalities.image.mnist_sources import data_cache_dir
+from infonoise_modalities.image.networks import EDM_DDPMPP, UNet
+from infonoise_modalities.image.task import Images, ImageTask
 from suite.task import TASKS, Cond
 
 CIFAR_TRAIN_IMAGES = 50_000

@@ -18,7 +18,7 @@ from typing import Any
 
 from torch import Tensor, nn
 
-from suite import analog_bits
+from infonoise_modalities.image import analog_bits
 from suite.task import TASKS
 from tasks.cifar10 import CIFAR10
 

@@ -27,9 +27,9 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from suite import dna
+from infonoise_modalities.dna import data as dna
+from infonoise_modalities.dna.network import SeqNet
 from suite.metrics import METRICS, Metric
-from suite.seqnet import SeqNet
 from suite.task import TASKS, Batch, Cond, Split, Task, TaskData, content_fingerprint
 
 ENCODING = "one-hot A,C,G,T as [4, L] (N = 0.25 in each), decoded by argmax"

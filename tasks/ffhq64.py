@@ -19,8 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from suite.data_sources import data_cache_dir
-from suite.image_formats import (
+from infonoise_modalities.image.formats import (
     FFHQ_IMAGES,
     FFHQ_URL,
     STANDIN_PHOTOS,
@@ -30,7 +29,8 @@ from suite.image_formats import (
     read_edm_archive,
     write_edm_standin,
 )
-from suite.image_task import Images
+from infonoise_modalities.image.mnist_sources import data_cache_dir
+from infonoise_modalities.image.task import Images
 from suite.task import TASKS
 from tasks.cifar10 import EDMImageTask
 

@@ -33,10 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from suite.metrics import Metric
-from suite.objectives import GaussianX0Objective, Objective
-from suite.task import TASKS, Batch, Split, Task, TaskData, content_fingerprint
-from suite.text import (
+from infonoise_modalities.text.data import (
     MINILM_TOKENIZER,
     Corpus,
     Vocabulary,
@@ -50,7 +47,11 @@ from suite.text import (
     save_documents,
     token_cache,
 )
-from suite.textnet import LogitsSink, TextTransformer
+from infonoise_modalities.text.mauve import PAPER_FEATURIZER, missing_model_error, model_available
+from infonoise_modalities.text.network import LogitsSink, TextTransformer
+from suite.metrics import Metric
+from suite.objectives import GaussianX0Objective, Objective
+from suite.task import TASKS, Batch, Split, Task, TaskData, content_fingerprint
 from suite.weighting import LossWeight
 
 OPENWEBTEXT_DOCUMENTS = 8_013_769
@@ -335,7 +336,6 @@ class OpenWebText(Task):
         neither available offline nor allowed to download is replaced by ``standin_metrics`` with
         ``allow_standin``, and is an error (saying what to download) without it."""
         from suite.metrics import METRICS
-        from suite.metrics.mauve import PAPER_FEATURIZER, missing_model_error, model_available
 
         configured = dict(self.cfg.get("metrics") or {})
         specs = {

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from infonoise_modalities.image.networks import UNet
 from suite.calibration import ANALYTIC_CASES, SIGMA_MAX, SIGMA_MIN
 from suite.checkpoint import (
     UnsafeCheckpoint,
@@ -18,7 +19,6 @@ from suite.checkpoint import (
     load_latest_checkpoint,
     save_checkpoint,
 )
-from suite.networks import UNet
 from suite.sampler import SAMPLERS, build_sampler
 from suite.weighting import EDMWeight
 

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from suite.networks import PositionalEmbedding
+from infonoise_modalities.image.networks import PositionalEmbedding
 
 _SKIP_SCALE = 1 / math.sqrt(2)
 _SMALL_INIT = 1e-5
