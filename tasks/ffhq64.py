@@ -1,8 +1,8 @@
 """FFHQ at 64×64 (Karras, Laine & Aila 2019, https://github.com/NVlabs/ffhq-dataset): 70 000 face
 photographs, trained unconditionally at 64×64 as EDM does.
 
-Read from an EDM-style archive (``suite.image_formats``): ``task.root`` is the zip (PNG images plus
-``dataset.json``) or an image folder; an explicit root that does not exist or holds no images is an error
+Read from an EDM-style archive (``infonoise_modalities.image.formats``): ``task.root`` is the zip (PNG images
+plus ``dataset.json``) or an image folder; an explicit root that does not exist or holds no images is an error
 naming it. ``suite data ffhq64 SOURCE DEST`` makes the zip from the 1024×1024 FFHQ PNGs
 (``images1024x1024/``, 89.1 GB) by PIL's antialiasing Lanczos resize, the resize EDM's dataset tool
 applies; the 64×64 zip takes about 0.88 GB. FFHQ cannot be downloaded by the suite (its images are

@@ -1,17 +1,17 @@
 """OpenWebText: prefix-conditioned diffusion in token-embedding space, scored by MAUVE.
 
-Data (``suite.text``): OpenWebText saved with ``datasets`` in ``task.root`` (``suite data owt DEST``), the
-last 100 000 documents as the reference (validation) split as in MDLM; GPT-2's tokenizer; documents joined by
-``<|endoftext|>`` and cut into blocks of ``seq_len`` tokens (1024 under the paper budget), tokenised once
-into a locked memory-mapped cache shared by every run. Each block's first ``prefix_len`` tokens are the
-condition and the remaining L = seq_len − prefix_len tokens are diffused. Where OpenWebText or the GPT-2
-tokenizer is absent and ``task.allow_standin`` is true (the smoke budget), Debian's fortunes corpus and the
-WordPiece tokenizer of the MiniLM package stand in, with the embedding table restricted to a corpus
-sub-vocabulary, and the records say so.
+Data (``infonoise_modalities.text.data``): OpenWebText saved with ``datasets`` in ``task.root``
+(``suite data owt DEST``), the last 100 000 documents as the reference (validation) split as in MDLM; GPT-2's
+tokenizer; documents joined by ``<|endoftext|>`` and cut into blocks of ``seq_len`` tokens (1024 under the
+paper budget), tokenised once into a locked memory-mapped cache shared by every run. Each block's first
+``prefix_len`` tokens are the condition and the remaining L = seq_len − prefix_len tokens are diffused. Where
+OpenWebText or the GPT-2 tokenizer is absent and ``task.allow_standin`` is true (the smoke budget), Debian's
+fortunes corpus and the WordPiece tokenizer of the MiniLM package stand in, with the embedding table
+restricted to a corpus sub-vocabulary, and the records say so.
 
-Model (``suite.textnet``): tokens map to learned embeddings normalised to length √D (σ_data = 1); the
-noisy sequence follows the suite's Gaussian path x = x₀ + σε with EDM's preconditioning, and a transformer
-with adaLN noise conditioning gives token logits; D(x; σ) = softmax(logits)·Ê exactly.
+Model (``infonoise_modalities.text.network``): tokens map to learned embeddings normalised to length √D
+(σ_data = 1); the noisy sequence follows the suite's Gaussian path x = x₀ + σε with EDM's preconditioning, and
+a transformer with adaLN noise conditioning gives token logits; D(x; σ) = softmax(logits)·Ê exactly.
 
 Objective: w(σ)·‖D(x; σ) − x₀‖² summed over the L×D embedding coordinates — the x₀-space error that
 adaptive samplers observe (unweighted) — plus ``ce_weight`` times the token cross-entropy of the same
