@@ -6,13 +6,20 @@ those under ``if TYPE_CHECKING:`` (never executed). ``from P import name`` impor
 is a module of the repository and ``P`` otherwise; importing ``a.b.c`` also runs the ``__init__`` of
 ``a`` and ``a.b``, so it counts as importing those packages too. A cycle is reported as the chain of
 imports that closes it (``a -> b -> a``), one chain per back edge of a depth-first search, so the
-reported chains cover every cycle of the graph.
+reported chains cover every cycle of the graph. A metric that needs a modality library is registered by the
+task plugin that imports it: in a fresh interpreter the text metrics are unknown to the registry until the
+task plugins are loaded.
 """
 
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
+
+from subprocesses import cli_env
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("suite", "tasks", "baselines", "infonoise_modalities")
@@ -154,3 +161,15 @@ def test_the_core_import_graph_has_no_cycles():
     graph = import_graph({n: p for n, p in repository_modules().items() if n.split(".")[0] == "suite"})
     found = cycles(graph)
     assert not found, "import cycles in suite/: " + "; ".join(found)
+
+
+def test_the_text_metrics_are_registered_by_the_task_plugin_not_by_the_core():
+    probe = (
+        "import json; from suite.metrics import METRICS; from suite.task import TASKS; "
+        "before = METRICS.names(); TASKS.names(); print(json.dumps([before, METRICS.names()]))"
+    )
+    run = subprocess.run([sys.executable, "-c", probe], env=cli_env(), capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    before, after = json.loads(run.stdout)
+    text_metrics = {"mauve", "mauve-minilm", "gen-ppl"}
+    assert not text_metrics & set(before) and text_metrics <= set(after)

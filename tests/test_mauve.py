@@ -8,6 +8,7 @@ import random
 import pytest
 import torch
 
+import infonoise_modalities.text.mauve  # noqa: F401 (registers mauve, mauve-minilm and gen-ppl)
 from infonoise_modalities.text.data import read_fortunes
 from suite.metrics import METRICS, EvalInputs
 
