@@ -13,9 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from suite.data_sources import idx_folders, load_mnist_format, missing_root_error, torchvision_download
-from suite.datasets import write_example_mnist
-from suite.image_task import Images, ImageTask
+from infonoise_modalities.image.idx import write_example_mnist
+from infonoise_modalities.image.mnist_sources import (
+    idx_folders,
+    load_mnist_format,
+    missing_root_error,
+    torchvision_download,
+)
+from infonoise_modalities.image.task import Images, ImageTask
 from suite.task import TASKS
 
 FILES = "train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz]"

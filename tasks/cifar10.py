@@ -1,18 +1,18 @@
 """CIFAR-10 (Krizhevsky 2009): 50 000 training images, 32×32 RGB, 10 classes, trained unconditionally.
 
 The images are read from the official python version (``cifar-10-python.tar.gz`` or its extracted
-``cifar-10-batches-py/`` folder, ``suite.image_formats``), looked for in this order: ``task.root`` (the
-tarball, the extracted folder, or a folder holding either; an explicit root that holds none is an error
-naming it), torchvision's download folder in the data cache (``$SUITE_DATA``), and torchvision's
+``cifar-10-batches-py/`` folder, ``infonoise_modalities.image.formats``), looked for in this order:
+``task.root`` (the tarball, the extracted folder, or a folder holding either; an explicit root that holds none
+is an error naming it), torchvision's download folder in the data cache (``$SUITE_DATA``), and torchvision's
 checksummed download when ``task.download`` is true. Without any of them ``task.allow_standin`` (the smoke
 budget sets it) builds a stand-in in the same format from random crops of real photographs shipped by
 scikit-image and scikit-learn, recorded as a stand-in. Data whose five batch files do not carry the
 official checksums (``torchvision.datasets.CIFAR10.train_list``) is recorded as a stand-in too.
 
-The network is DDPM++ as EDM configures it for CIFAR-10 (``suite.networks.EDM_DDPMPP``; the ``paper``
-preset is EDM's 55.7M-parameter network), conditioned on EDM's augmentation labels when the config's
-``augment_p`` is positive (``suite.augment``; EDM trains CIFAR-10 with p = 0.12). FID is measured against
-the training set, as EDM does.
+The network is DDPM++ as EDM configures it for CIFAR-10 (``infonoise_modalities.image.networks.EDM_DDPMPP``;
+the ``paper`` preset is EDM's 55.7M-parameter network), conditioned on EDM's augmentation labels when the
+config's ``augment_p`` is positive (``infonoise_modalities.image.augment``; EDM trains CIFAR-10 with
+p = 0.12). FID is measured against the training set, as EDM does.
 """
 
 from __future__ import annotations
@@ -25,9 +25,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from suite.augment import AUGMENT_DIM, AugmentPipe
-from suite.data_sources import data_cache_dir
-from suite.image_formats import (
+from infonoise_modalities.image.augment import AUGMENT_DIM, AugmentPipe
+from infonoise_modalities.image.formats import (
     CIFAR_FOLDER,
     CIFAR_TARBALL,
     CIFAR_TARBALL_MD5,
@@ -42,8 +41,9 @@ from suite.image_formats import (
     write_cifar10,
     write_cifar10_standin,
 )
-from suite.image_task import Images, ImageTask
-from suite.networks import EDM_DDPMPP, UNet
+from infonoise_modalities.image.mnist_sources import data_cache_dir
+from infonoise_modalities.image.networks import EDM_DDPMPP, UNet
+from infonoise_modalities.image.task import Images, ImageTask
 from suite.task import TASKS, Cond
 
 CIFAR_TRAIN_IMAGES = 50_000

@@ -2,14 +2,15 @@
 over A, C, G, T as [4, 1024] on the Gaussian path, conditioned on the CAGE signal of the TSS's strand.
 
 Data: ``task.root`` holds the windows prepared by ``suite data dna DEST`` from DDSM's Zenodo archive
-(``suite/dna.py`` describes the windows, the chromosome split — test chr8 and chr9, validation chr10 — and
-the files). Without a root and with ``task.allow_stand_in`` (the smoke budget sets it), an offline stand-in
-of real bacterial DNA with a synthetic signal is used and marked as such.
+(``infonoise_modalities/dna/data.py`` describes the windows, the chromosome split — test chr8 and chr9,
+validation chr10 — and the files). Without a root and with ``task.allow_stand_in`` (the smoke budget sets it),
+an offline stand-in of real bacterial DNA with a synthetic signal is used and marked as such.
 
 Model space: x₀ ∈ {0, 1}^{4×L}, an unknown base (N) as 0.25 in all four channels, as selene encodes it;
 σ_data = ½, the root mean square of a one-hot entry over four bases. Generated samples decode by argmax over
 the channels; reference examples decode exactly (a uniform column is N). Conditioning: ``signal`` [N, 1, L],
-the CAGE track (≥ 0); the null condition of classifier-free guidance is a track of −1 (``suite.seqnet``).
+the CAGE track (≥ 0); the null condition of classifier-free guidance is a track of −1
+(``infonoise_modalities.dna.network``).
 
 Metrics (``suite/metrics/sei.py``): Sei-FID against the reference split and DDSM's SP-MSE with the released
 Sei checkpoint (found under ``root`` after ``suite data dna``). ``offline_metrics`` swaps in the labelled
@@ -27,9 +28,9 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from suite import dna
+from infonoise_modalities.dna import data as dna
+from infonoise_modalities.dna.network import SeqNet
 from suite.metrics import METRICS, Metric
-from suite.seqnet import SeqNet
 from suite.task import TASKS, Batch, Cond, Split, Task, TaskData, content_fingerprint
 
 ENCODING = "one-hot A,C,G,T as [4, L] (N = 0.25 in each), decoded by argmax"

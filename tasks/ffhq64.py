@@ -1,8 +1,8 @@
 """FFHQ at 64×64 (Karras, Laine & Aila 2019, https://github.com/NVlabs/ffhq-dataset): 70 000 face
 photographs, trained unconditionally at 64×64 as EDM does.
 
-Read from an EDM-style archive (``suite.image_formats``): ``task.root`` is the zip (PNG images plus
-``dataset.json``) or an image folder; an explicit root that does not exist or holds no images is an error
+Read from an EDM-style archive (``infonoise_modalities.image.formats``): ``task.root`` is the zip (PNG images
+plus ``dataset.json``) or an image folder; an explicit root that does not exist or holds no images is an error
 naming it. ``suite data ffhq64 SOURCE DEST`` makes the zip from the 1024×1024 FFHQ PNGs
 (``images1024x1024/``, 89.1 GB) by PIL's antialiasing Lanczos resize, the resize EDM's dataset tool
 applies; the 64×64 zip takes about 0.88 GB. FFHQ cannot be downloaded by the suite (its images are
@@ -19,8 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from suite.data_sources import data_cache_dir
-from suite.image_formats import (
+from infonoise_modalities.image.formats import (
     FFHQ_IMAGES,
     FFHQ_URL,
     STANDIN_PHOTOS,
@@ -30,7 +29,8 @@ from suite.image_formats import (
     read_edm_archive,
     write_edm_standin,
 )
-from suite.image_task import Images
+from infonoise_modalities.image.mnist_sources import data_cache_dir
+from infonoise_modalities.image.task import Images
 from suite.task import TASKS
 from tasks.cifar10 import EDMImageTask
 

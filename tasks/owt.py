@@ -1,17 +1,17 @@
 """OpenWebText: prefix-conditioned diffusion in token-embedding space, scored by MAUVE.
 
-Data (``suite.text``): OpenWebText saved with ``datasets`` in ``task.root`` (``suite data owt DEST``), the
-last 100 000 documents as the reference (validation) split as in MDLM; GPT-2's tokenizer; documents joined by
-``<|endoftext|>`` and cut into blocks of ``seq_len`` tokens (1024 under the paper budget), tokenised once
-into a locked memory-mapped cache shared by every run. Each block's first ``prefix_len`` tokens are the
-condition and the remaining L = seq_len − prefix_len tokens are diffused. Where OpenWebText or the GPT-2
-tokenizer is absent and ``task.allow_standin`` is true (the smoke budget), Debian's fortunes corpus and the
-WordPiece tokenizer of the MiniLM package stand in, with the embedding table restricted to a corpus
-sub-vocabulary, and the records say so.
+Data (``infonoise_modalities.text.data``): OpenWebText saved with ``datasets`` in ``task.root``
+(``suite data owt DEST``), the last 100 000 documents as the reference (validation) split as in MDLM; GPT-2's
+tokenizer; documents joined by ``<|endoftext|>`` and cut into blocks of ``seq_len`` tokens (1024 under the
+paper budget), tokenised once into a locked memory-mapped cache shared by every run. Each block's first
+``prefix_len`` tokens are the condition and the remaining L = seq_len − prefix_len tokens are diffused. Where
+OpenWebText or the GPT-2 tokenizer is absent and ``task.allow_standin`` is true (the smoke budget), Debian's
+fortunes corpus and the WordPiece tokenizer of the MiniLM package stand in, with the embedding table
+restricted to a corpus sub-vocabulary, and the records say so.
 
-Model (``suite.textnet``): tokens map to learned embeddings normalised to length √D (σ_data = 1); the
-noisy sequence follows the suite's Gaussian path x = x₀ + σε with EDM's preconditioning, and a transformer
-with adaLN noise conditioning gives token logits; D(x; σ) = softmax(logits)·Ê exactly.
+Model (``infonoise_modalities.text.network``): tokens map to learned embeddings normalised to length √D
+(σ_data = 1); the noisy sequence follows the suite's Gaussian path x = x₀ + σε with EDM's preconditioning, and
+a transformer with adaLN noise conditioning gives token logits; D(x; σ) = softmax(logits)·Ê exactly.
 
 Objective: w(σ)·‖D(x; σ) − x₀‖² summed over the L×D embedding coordinates — the x₀-space error that
 adaptive samplers observe (unweighted) — plus ``ce_weight`` times the token cross-entropy of the same
@@ -33,10 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from suite.metrics import Metric
-from suite.objectives import GaussianX0Objective, Objective
-from suite.task import TASKS, Batch, Split, Task, TaskData, content_fingerprint
-from suite.text import (
+from infonoise_modalities.text.data import (
     MINILM_TOKENIZER,
     Corpus,
     Vocabulary,
@@ -50,7 +47,11 @@ from suite.text import (
     save_documents,
     token_cache,
 )
-from suite.textnet import LogitsSink, TextTransformer
+from infonoise_modalities.text.mauve import PAPER_FEATURIZER, missing_model_error, model_available
+from infonoise_modalities.text.network import LogitsSink, TextTransformer
+from suite.metrics import Metric
+from suite.objectives import GaussianX0Objective, Objective
+from suite.task import TASKS, Batch, Split, Task, TaskData, content_fingerprint
 from suite.weighting import LossWeight
 
 OPENWEBTEXT_DOCUMENTS = 8_013_769
@@ -335,7 +336,6 @@ class OpenWebText(Task):
         neither available offline nor allowed to download is replaced by ``standin_metrics`` with
         ``allow_standin``, and is an error (saying what to download) without it."""
         from suite.metrics import METRICS
-        from suite.metrics.mauve import PAPER_FEATURIZER, missing_model_error, model_available
 
         configured = dict(self.cfg.get("metrics") or {})
         specs = {

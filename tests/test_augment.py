@@ -7,7 +7,14 @@ import math
 import pytest
 import torch
 
-from suite.augment import AUGMENT_DIM, AugmentPipe, _lowpass, _rotation, _translation, _warp
+from infonoise_modalities.image.augment import (
+    AUGMENT_DIM,
+    AugmentPipe,
+    _lowpass,
+    _rotation,
+    _translation,
+    _warp,
+)
 
 
 def smooth_images(n: int, size: int = 32) -> torch.Tensor:

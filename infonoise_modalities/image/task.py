@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from suite.networks import UNet
+from infonoise_modalities.image.networks import UNet
 from suite.task import Task, TaskData, TensorSplit, content_fingerprint
 
 BINARIZATIONS = ("threshold", "stochastic")

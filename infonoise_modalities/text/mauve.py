@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from infonoise_modalities.text.data import MINILM_TOKENIZER, minilm_path
 from suite.metrics import METRICS, EvalInputs, Metric
 from suite.task import MetricSpec
-from suite.text import MINILM_TOKENIZER, minilm_path
 
 PAPER_FEATURIZER = "gpt2-large"
 DEFAULT_SEEDS = (25, 26, 27)

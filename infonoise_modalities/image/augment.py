@@ -24,7 +24,7 @@ symlet-6 wavelet filter; both are near-ideal half-band filters). Images whose tr
 are returned untouched (only the flips apply to them).
 
 The training loop calls the pipe on the batch of clean model-space images before noise is added and
-passes the labels to the network as ``augment_labels`` (``suite.networks.UNet(augment_dim=9)``).
+passes the labels to the network as ``augment_labels`` (``networks.UNet(augment_dim=9)``).
 """
 
 from __future__ import annotations
