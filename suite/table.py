@@ -21,7 +21,7 @@ Rules, so that no number is averaged with one it must not be averaged with:
 * A published value stands beside a measured one only when that was measured with the published protocol
   (``published_gap``): Karras's grid at the published NFE and, for FID, 50k generated samples against the
   whole reference split (EDM's protocol, Karras et al. 2022, which ``budget=paper`` follows); otherwise the
-  cell says what differs, "(published 0.94 at 50k samples, whole reference split; ours 128 samples, 1024
+  cell says what differs, "(published 0.94 (50k samples, whole reference split); ours 128 samples, 1024
   references)". The published sample counts of Sei-FID and MAUVE are not stated, so those cells always
   say so.
 
