@@ -12,8 +12,12 @@ generated and real sequences for the same signal). The reference set is a fixed 
 reference split (``budget.eval.reference`` examples). Everything runs on the run's device, metric features
 included.
 
-The solver grid is Karras et al.'s ρ = 7 grid unless an evaluation asks for another (``suite.grids``;
-InfoGrid uses the profile an InfoNoise run learned); the grid's name is part of each row.
+The solver grid is Karras et al.'s ρ = 7 grid at the task's ``solver_steps`` unless an evaluation asks for
+another grid or step count (``suite.grids``; InfoGrid uses the profile an InfoNoise run learned). Each row
+records its protocol: the grid, the steps, the NFE, the number of generated samples, the number of
+reference examples and the size of the reference split they were drawn from (the reference set is the
+whole split when the two are equal, as in EDM's FID against the training set). The tables and figures
+keep rows of another protocol apart from the run's own (``suite.results``).
 """
 
 from __future__ import annotations
@@ -156,9 +160,11 @@ class Evaluator:
                     data_fingerprint=self.data.fingerprint,
                     solver=str(cfg.task.solver),
                     grid=grid,
+                    steps=steps,
                     nfe=nfe(str(cfg.task.solver), steps),
                     n_samples=n,
                     n_reference=self.n_reference,
+                    reference_split=len(self.data.reference),
                     guidance=float(ev.guidance),
                     importance_weighting=importance_weighting,
                     comparison_hash=comparison_hash(cfg),

@@ -21,6 +21,11 @@ for small σ. InfoNoise's learned profile ρ̂ (from its online loss estimate m�
 processed examples, mean ± std band over seeds, with the time-to-target crossings), ``*_infonoise-profile``
 (ρ̂ over training as a σ × kimg heat map, beside the CDF-change diagnostic of the adaptive samplers),
 and ``*_pmean-sweep`` (EDM P_mean sweeps: allocation position against time to target).
+
+The quality and sweep figures draw the runs' own protocol (``suite.results``: Karras's grid at the task's
+steps), one value per run and evaluation point, so the std band spans seeds and nothing else. Rows that
+``suite eval`` re-scored on another grid or step count get their own labelled figure,
+``*_quality-<metric>-<grid>-<steps>steps``.
 """
 
 from __future__ import annotations
@@ -736,7 +741,15 @@ def write_figures(results: str | Path, profile_fn: ProfileFn | None = None) -> l
         if (result := plot_infonoise_profile(runs, head, out / f"{stem}_infonoise-profile")) is not None:
             written += result
         rows = finished(records[records["run_dir"].map(Path).map(lambda d: d.parent.parent) == folder])
-        for metric, part in rows.groupby("metric"):
+        for (metric, protocol), part in rows.groupby(["metric", "protocol"]):
+            if protocol:
+                slug = f"{part['grid'].iloc[0]}-{int(part['steps'].iloc[0])}steps"
+                written += plot_quality(
+                    part,
+                    f"{head}\nquality versus processed examples, re-scored: {protocol}",
+                    out / f"{stem}_quality-{metric}-{slug}",
+                )
+                continue
             written += plot_quality(
                 part, f"{head}\nquality versus processed examples", out / f"{stem}_quality-{metric}"
             )

@@ -6,7 +6,10 @@ A run directory holds
   stats.jsonl     one row per training tick
   sampler.jsonl   the sampler's density at every rebuild (once for fixed samplers)
   records.jsonl   tidy evaluation rows (one per run × evaluation point × metric × solver grid), one file
-                  per run, in the schema of ``evaluation_row``
+                  per run, in the schema of ``evaluation_row``; each row names its protocol: solver grid,
+                  steps, NFE, generated samples, reference examples and the size of the reference split
+                  they were drawn from (rows written before ``steps`` and ``reference_split`` existed are
+                  read as the run's own protocol, see ``suite.results``)
   checkpoints/    see ``suite.checkpoint``
   snapshots/      the EMA network and sampler state at each evaluation point (``suite eval`` re-scores them)
 JSON files are replaced atomically (write to a temporary file, fsync, rename). JSONL rows are appended
@@ -54,8 +57,9 @@ TRACKED_PACKAGES = (
 EVALUATION_COLUMNS = (
     "schema_version", "task", "modality", "budget", "sampler", "seed", "nimg", "kimg",
     "metric", "metric_label", "paper_metric", "substitute_metric", "higher_is_better", "value", "extra",
-    "stand_in_data", "data", "data_fingerprint", "solver", "grid", "nfe", "n_samples", "n_reference",
-    "guidance", "importance_weighting", "comparison_hash", "config_hash", "eval_seconds", "wall_time",
+    "stand_in_data", "data", "data_fingerprint", "solver", "grid", "steps", "nfe", "n_samples", "n_reference",
+    "reference_split", "guidance", "importance_weighting", "comparison_hash", "config_hash", "eval_seconds",
+    "wall_time",
 )  # fmt: skip
 
 

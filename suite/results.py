@@ -6,6 +6,14 @@ layout ``runs/<task>-<budget>-<comparison hash>/<sampler label>/seed<k>/`` of ``
 copied under another folder such as ``gpu/``: the folders between the root and ``runs/`` are the run's
 *origin*). The table, the figures, the report and ``suite status`` all read through this module; the row
 schema is ``suite.records.EVALUATION_COLUMNS``.
+
+Protocol. Every row is scored with a solver grid at a number of steps. A run's own protocol is the one its
+training loop evaluates with: Karras's grid at its config's ``task.solver_steps``. Rows that ``suite eval``
+adds on another grid or step count carry a ``protocol`` label ("InfoGrid, 18 steps", "Karras, 8 steps");
+own-protocol rows carry "". Rows written before rows recorded their steps get them back from their NFE
+(Heun: N = (NFE + 1)/2, Euler: N = NFE; ``suite.solvers.nfe``), or else are read as the run's own; rows
+without a grid were on Karras's grid. A run without ``config.yaml`` takes the steps of its first row as its
+own: the training loop writes that row, since ``suite eval`` re-scores only finished runs.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from suite.records import EVALUATION_COLUMNS, RunDirectory, read_jsonl
 RUN_FILES = ("run.json", "records.jsonl", "slurm.json")
 RUN_COLUMNS = ("run_dir", "origin", "status", "sampler_name", "total_kimg")
 FLAG_COLUMNS = ("higher_is_better", "stand_in_data", "substitute_metric", "paper_metric")
+GRID_LABELS = {"karras": "Karras", "infogrid": "InfoGrid", "infogrid-rescaled": "InfoGrid rescaled"}
 
 
 def base_name(label: str) -> str:
@@ -113,7 +122,8 @@ def records_frame(results: str | Path) -> pd.DataFrame:
     and the metric name as label; rows without a grid were on Karras's grid.
     """
     rows = []
-    for run in find_runs(results):
+    runs = find_runs(results)
+    for run in runs:
         for row in run.rows():
             rows.append(
                 row
@@ -140,4 +150,32 @@ def records_frame(results: str | Path) -> pd.DataFrame:
         for flag in FLAG_COLUMNS:
             df[flag] = df[flag].fillna(False).astype(bool)
     df["data_key"] = np.where(df["stand_in_data"].astype(bool), df["data"].astype(object), "")
-    return df
+    return with_protocol(df, {str(run.path): own_steps(run) for run in runs})
+
+
+def own_steps(run: RunRecord) -> float:
+    """The solver steps of a run's own evaluations: ``task.solver_steps`` of its config (NaN without one)."""
+    steps = run.config.get("task", {}).get("solver_steps")
+    return math.nan if steps is None else float(steps)
+
+
+def protocol_label(grid: str, steps: float) -> str:
+    """ "InfoGrid, 18 steps": the solver grid and step count a row was scored with."""
+    name = GRID_LABELS.get(grid, grid)
+    return name if math.isnan(steps) else f"{name}, {int(steps)} steps"
+
+
+def with_protocol(df: pd.DataFrame, own: dict[str, float]) -> pd.DataFrame:
+    """``df`` with ``steps`` filled in, the run's ``own_steps`` and each row's ``protocol`` label ("" for the
+    run's own protocol: Karras's grid at its own steps); ``own`` maps run_dir to its config's steps (NaN:
+    the steps of the run's first row, in file order)."""
+    if df.empty:
+        return df.assign(own_steps=pd.Series(dtype=float), protocol=pd.Series(dtype=object))
+    nfe = pd.to_numeric(df["nfe"], errors="coerce")
+    from_nfe = np.select([df["solver"] == "heun", df["solver"] == "euler"], [(nfe + 1) / 2, nfe], np.nan)
+    steps = pd.to_numeric(df["steps"], errors="coerce").fillna(pd.Series(from_nfe, index=df.index))
+    own_of = df["run_dir"].map(own).astype(float).fillna(steps.groupby(df["run_dir"]).transform("first"))
+    steps = steps.fillna(own_of)
+    is_own = (df["grid"] == "karras") & (own_of.isna() | (steps == own_of))
+    labels = [protocol_label(g, s) for g, s in zip(df["grid"], steps, strict=True)]
+    return df.assign(steps=steps, own_steps=own_of, protocol=np.where(is_own, "", labels))

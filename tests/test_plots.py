@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from test_table import write_run
+from test_table import rescore, write_run
 
 from suite.plots import (
     allocation_median,
@@ -19,6 +19,7 @@ from suite.plots import (
     plot_alignment,
     plot_sampler_densities,
     registered_densities,
+    write_figures,
 )
 from suite.profile import PosthocProfile, empirical_profile
 from suite.report import config_overrides, hydra_value, reproduce_command, write_report
@@ -300,3 +301,18 @@ def test_reproduce_command_for_seeds(results: Path):
     assert reproduce_command(runs, "results") == (
         "suite run --task fashion --sampler edm --budget smoke --seeds 2 --results results"
     )
+
+
+def test_rescored_rows_get_their_own_figure_and_leave_the_quality_figures_as_drawn(results: Path):
+    """InfoNoise re-scored on InfoGrid at every point, with values far from its Karras ones: the quality and
+    P_mean sweep figures are the same bytes as before (no InfoGrid value enters a mean or a std band), and
+    the InfoGrid values are drawn in a figure of their own."""
+    figures = results / "figures"
+    drawn = {p.name for p in write_figures(results, tiny_profile)}
+    before = {p.name: p.read_bytes() for p in figures.glob("*.png")}
+    for run in results.glob("runs/*/infonoise/seed*"):
+        rescore(run, "infogrid", 15, {k: 1.0 + int(run.name[-1]) for k in KIMG})
+    written = {p.name for p in write_figures(results, tiny_profile)}
+    assert {name: (figures / name).read_bytes() for name in before} == before
+    stem = "fashion-smoke-aaaa000000"
+    assert written - drawn == {f"{stem}_quality-fid-infogrid-15steps{s}" for s in (".png", ".pdf")}

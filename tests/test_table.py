@@ -7,6 +7,7 @@ config.yaml and sampler.jsonl) so that these tests exercise the same loading pat
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from suite.records import write_json, write_jsonl
+from suite.records import read_jsonl, write_json, write_jsonl
 from suite.table import (
     COMPARISON_CAPTION,
     comparison_stats,
@@ -24,6 +25,7 @@ from suite.table import (
     load_records,
     main,
     parse_targets,
+    render,
     target_caption,
     time_to_target,
     time_to_target_table,
@@ -47,11 +49,17 @@ def write_run(
     status: str = "done",
     origin: str = "",
     nfe: int = 35,
+    samples: int = 50_000,
+    reference: int = 50_000,
+    split: int | None = 50_000,
     config: dict[str, Any] | None = None,
     sampler_log: list[dict[str, Any]] | None = None,
     hyper: dict[str, Any] | None = None,
 ) -> Path:
-    """One synthetic run: ``curve`` is its (kimg, value) evaluations."""
+    """One synthetic run: ``curve`` is its (kimg, value) evaluations, scored with ``samples`` generated and
+    ``reference`` of ``split`` reference examples (default: the published FID protocol, 50k against the whole
+    split; ``split=None`` writes rows from before the split size was recorded). Rows name no grid or steps,
+    as rows did before they recorded them: they are read as the run's own protocol."""
     run_dir = root / origin / "runs" / f"{task}-{budget}-{comparison}" / sampler / f"seed{seed}"
     name = sampler.split("[")[0]
     common = {
@@ -77,8 +85,8 @@ def write_run(
             "substitute_metric": substitute,
             "solver": "heun",
             "nfe": nfe,
-            "n_samples": 64,
-            "n_reference": 512,
+            "n_samples": samples,
+            "n_reference": reference,
             "guidance": 1.0,
             "importance_weighting": False,
             "eval_seconds": 1.0,
@@ -86,6 +94,8 @@ def write_run(
         }
         for k, v in curve
     ]
+    if split is not None:
+        rows = [row | {"reference_split": split} for row in rows]
     write_jsonl(run_dir / "records.jsonl", rows)
     write_json(
         run_dir / "run.json",
@@ -167,8 +177,10 @@ def test_higher_is_better_marks_the_maximum(tmp_path: Path):
     write_run(tmp_path, "owt", "infonoise", 0, [(5, 0.70)], metric="mauve", higher=True, nfe=127)
     write_run(tmp_path, "owt", "edm[p_mean=0.0]", 0, [(5, 0.75)], metric="mauve", higher=True, nfe=127)
     table = comparison_table(load_records(tmp_path))
-    assert cell_value(table, "owt", "edm") == "**0.80** (paper 0.83)"
-    assert cell_value(table, "owt", "infonoise") == "0.70 (paper 0.87)"
+    # The published MAUVE's sample count is not stated, so no measurement is on its protocol.
+    unstated = "(sample count not stated); ours 50k samples"
+    assert cell_value(table, "owt", "edm") == f"**0.80** (published 0.83 {unstated})"
+    assert cell_value(table, "owt", "infonoise") == f"0.70 (published 0.87 {unstated})"
     assert cell_value(table, "owt", "edm[p_mean=0.0]") == "0.75"
     assert cell_value(table, "owt", "metric") == "mauve ↑"
     columns = list(table.columns)
@@ -434,3 +446,112 @@ def test_seed_pairs_stay_within_their_comparison_row(tmp_path: Path):
         assert line["pairs"] == 2 and line["pair_mean"] == pytest.approx(line["speedup"])
     assert lines.loc[("smoke", "infonoise"), "speedup"] == pytest.approx(40.0 / 20.0)
     assert lines.loc[("short", "infonoise"), "speedup"] == pytest.approx(40.0 / 10.0)
+
+
+def rescore(run_dir: Path, grid: str, steps: int, values: dict[float, float]) -> None:
+    """Append what ``suite eval --grid GRID --steps STEPS`` appends: the run's row at each kimg of ``values``
+    with that grid, step count, Heun NFE and value."""
+    rows = read_jsonl(run_dir / "records.jsonl")
+    own = {row["kimg"]: row for row in rows if "grid" not in row}
+    scored = {"grid": grid, "steps": steps, "nfe": 2 * steps - 1}
+    new = [own[k] | scored | {"value": v} for k, v in values.items()]
+    write_jsonl(run_dir / "records.jsonl", rows + new)
+
+
+def inserted_lines(before: str, after: str) -> list[str]:
+    """The lines ``after`` adds to ``before``; fails if it changes or removes any line of ``before``."""
+    old, new = before.splitlines(), after.splitlines()
+    changes = difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes()
+    assert all(tag in ("equal", "insert") for tag, *_ in changes), "\n".join(difflib.unified_diff(old, new))
+    return [line for tag, _, _, j0, j1 in changes if tag == "insert" for line in new[j0:j1]]
+
+
+def test_rescored_rows_are_labelled_rows_of_their_own_and_leave_the_own_rows_unchanged(crossing: Path):
+    """InfoNoise re-scored on InfoGrid (15 steps, far better values) and EDM on Karras at 8 steps: the
+    own-protocol rows of both tables stay as they were, value for value, and the re-scored rows appear
+    under their own labels with their own means and crossings."""
+    records = load_records(crossing)
+    before = {fmt: render_tables(records, fmt) for fmt in ("md", "csv")}
+    runs = {p.parent.name + p.parent.parent.name: p.parent for p in crossing.rglob("records.jsonl")}
+    rescore(runs["seed0infonoise"], "infogrid", 15, {10.0: 3.0, 20.0: 2.0, 40.0: 1.0})
+    rescore(runs["seed1infonoise"], "infogrid", 15, {40.0: 2.0})
+    rescore(runs["seed0edm"], "karras", 8, {40.0: 30.0})
+    records = load_records(crossing)
+    for fmt in ("md", "csv"):
+        added = inserted_lines(before[fmt], render_tables(records, fmt))
+        assert len(added) == 3 and all("re-scored: " in line for line in added)
+    stats = comparison_stats(records).set_index(["row", "sampler"])
+    assert stats.loc[("cifar10", "infonoise"), "mean"] == pytest.approx(6.0)
+    infogrid = "cifar10 (re-scored: InfoGrid, 15 steps)"
+    assert stats.loc[(infogrid, "infonoise"), "mean"] == pytest.approx(1.5)
+    assert stats.loc[(infogrid, "infonoise"), "std"] == pytest.approx(math.sqrt(0.5))
+    assert stats.loc[(infogrid, "infonoise"), "nfe"] == "29"
+    assert stats.loc[("cifar10 (re-scored: Karras, 8 steps)", "edm"), "mean"] == pytest.approx(30.0)
+    main_row = time_to_target(records).query("row == 'cifar10'").set_index("sampler")
+    assert main_row.loc["infonoise", "kimg_to_target"] == pytest.approx(30.0)
+    assert main_row.loc["infonoise", "speedup"] == pytest.approx(40.0 / 30.0)
+    table = time_to_target_table(records)
+    # The InfoGrid row has no fixed sampler to set a target; EDM alone on Karras at 8 steps is its own target.
+    assert infogrid not in set(table["task"])
+    assert cell_value(table, "cifar10 (re-scored: Karras, 8 steps)", "target (all fixed)") == "edm: 30.00"
+
+
+def render_tables(records, fmt: str) -> str:
+    return render(comparison_table(records), fmt, "comparison") + render(
+        time_to_target_table(records), fmt, "target"
+    )
+
+
+def test_a_rescored_point_counts_only_at_the_runs_final_evaluation(basic: Path):
+    (run,) = [p.parent for p in basic.rglob("records.jsonl") if p.parent.parent.name == "logu"]
+    rescore(run, "infogrid", 15, {10.0: 0.1})
+    stats = comparison_stats(load_records(basic))
+    assert set(stats["row"]) == {"bfashion"}
+    rescore(run, "infogrid", 15, {20.0: 0.2})
+    stats = comparison_stats(load_records(basic)).set_index("row")
+    line = stats.loc["bfashion (re-scored: InfoGrid, 15 steps)"]
+    assert line["sampler"] == "logu" and line["mean"] == pytest.approx(0.2)
+
+
+def test_old_rows_take_their_steps_from_their_nfe_and_the_config(tmp_path: Path):
+    """Rows without steps (an old ``suite eval --steps 8`` on Karras's grid wrote grid and NFE only): Heun
+    NFE 35 is the config's 18 steps, the run's own protocol; NFE 15 is 8 steps, a re-score."""
+    run = write_run(tmp_path, "fashion", "edm", 0, [(10, 4.0)], config={"task": {"solver_steps": 18}})
+    (row,) = read_jsonl(run / "records.jsonl")
+    write_jsonl(run / "records.jsonl", [row, row | {"grid": "karras", "nfe": 15, "value": 9.0}])
+    records = load_records(tmp_path)
+    protocols = list(zip(records["steps"], records["protocol"], strict=True))
+    assert protocols == [(18.0, ""), (8.0, "Karras, 8 steps")]
+    assert comparison_stats(records).set_index("row").loc["fashion", "mean"] == 4.0
+
+
+@pytest.mark.parametrize(
+    ("protocol", "cell"),
+    [
+        ({}, "**4.00** (paper 0.94)"),
+        ({"samples": 1000}, "**4.00** (published 0.94 (50k samples); ours 1k samples)"),
+        (
+            {"reference": 1024, "split": 60_000},
+            "**4.00** (published 0.94 (whole reference split); ours 1024 of 60k references)",
+        ),
+        ({"split": None}, "**4.00** (published 0.94 (whole reference split); ours 50k references)"),
+        ({"nfe": 79}, "**4.00** (published 0.94 (NFE 35); ours NFE 79)"),
+    ],
+)
+def test_a_published_value_stands_only_beside_the_published_protocol(tmp_path: Path, protocol, cell):
+    write_run(tmp_path, "bfashion", "edm", 0, [(10, 4.0)], **protocol)
+    table = comparison_table(load_records(tmp_path))
+    assert cell_value(table, "bfashion", "edm") == cell
+    # FM did not run: its published value carries the row's protocol note.
+    note = cell.split(" ", 1)[1].replace("0.94", "0.80")
+    assert cell_value(table, "bfashion", "fm") == f"– {note}"
+
+
+def test_a_rescored_grid_is_not_the_published_protocol(tmp_path: Path):
+    run = write_run(tmp_path, "bfashion", "infonoise", 0, [(10, 4.0)])
+    rescore(run, "infogrid", 18, {10.0: 3.0})
+    table = comparison_table(load_records(tmp_path))
+    assert cell_value(table, "bfashion", "infonoise") == "**4.00** (paper 0.69)"
+    assert cell_value(table, "bfashion (re-scored: InfoGrid, 18 steps)", "infonoise") == (
+        "**3.00** (published 0.69 (Karras grid); ours InfoGrid grid)"
+    )
