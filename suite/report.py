@@ -8,6 +8,9 @@ budget (``suite.config.compose_run``), and every key whose value differs becomes
 records are tied to their config by ``config_hash``, re-running the command with the same code (the git SHA
 of run.json) gives the same records; a run whose config no longer composes (a key was removed since) gets
 its config's path instead of a command.
+
+A done run whose records stop short (``suite.results``) is flagged "records incomplete" in the tables'
+cells, in a list below the tables, and in its status in the records section, with the reason.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from suite.table import (
     NO_TARGET,
     TARGET_BASELINES,
     comparison_table,
+    incomplete_note,
     load_published,
     load_records,
     parse_targets,
@@ -138,6 +142,7 @@ def records_section(results: Path, records: pd.DataFrame) -> list[str]:
         "Overrides are the keys where the run's `config.yaml` differs from the default config.",
         "",
     ]
+    incomplete = records.attrs.get("records_incomplete", {})
     for folder, runs in discover_runs(results).items():
         origin = [p for p in folder.relative_to(results).parts[:-1] if p != "runs"]
         target = str(results.joinpath(*origin))
@@ -147,11 +152,14 @@ def records_section(results: Path, records: pd.DataFrame) -> list[str]:
         for run in sorted(runs, key=lambda r: (order.index(r.label), r.seed)):
             rows = records[records["run_dir"] == str(run.path)].sort_values("kimg")
             metric = ", ".join(sorted(set(rows["metric"]))) or "–"
+            status = run.info.get("status", "unknown")
+            if str(run.path) in incomplete:
+                status = f"{status}, records incomplete ({incomplete[str(run.path)]})"
             table.append(
                 {
                     "sampler": run.label,
                     "seed": run.seed,
-                    "status": run.info.get("status", "unknown"),
+                    "status": status,
                     "metric": metric,
                     "records (kimg: value)": _records_cell(rows),
                     "run directory": str(run.path.relative_to(results)),
@@ -195,7 +203,7 @@ def write_report(
         render(comparison_table(records, budget, published), "md", COMPARISON_CAPTION),
         "",
         render(time_to_target_table(records, budget, targets), "md", target_caption(targets), NO_TARGET),
-        "",
+        incomplete_note(records),
         "## Figures",
         "",
     ]

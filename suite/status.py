@@ -11,6 +11,9 @@ The ``holder`` column names the process that holds the run's lease (``suite.leas
 since when, or ``stale …`` for a lease whose process is gone. A run outside SLURM whose record says
 running but whose lease is gone or stale was killed, and is shown as interrupted; one whose record has
 not caught up with a live holder yet is shown as running.
+
+A done run whose records stop short (``suite.results``: unreadable record lines, a missing evaluation
+point, stats that stop early) is shown as ``done, records incomplete`` with the reason in ``error``.
 """
 
 from __future__ import annotations
@@ -138,6 +141,8 @@ def collect(results: str | Path) -> pd.DataFrame:
                 if recorded_error
                 else last_error_line(sub.get("stderr")) or f"job {job} ended {slurm_state}"
             )
+        elif status == "done" and run.records_incomplete:
+            status, error = "done, records incomplete", run.records_incomplete
         rows.append(
             {
                 "task": info.get("task", task),
