@@ -21,10 +21,11 @@ than writing through it, and a launch refuses a run folder where any of them is 
 run folder.
 
 Any bytes. A JSONL line is a record when it is UTF-8, parses as JSON (``json.loads``, so within Python's
-4300-digit limit on integers and its recursion limit) and is an object. An unterminated last line that is
-not one was torn by a kill: readers drop it silently, and the next append or resume removes it. Every
-other line that is not a record is skipped with a warning on stderr naming the file and the line, once per
-line per read, and kept on disk (a resumed run's rewrite keeps it), so that nothing is lost silently.
+4300-digit limit on integers and its recursion limit) and is an object. A last line that is not one is
+taken as torn by a kill and dropped silently: readers skip it, a resume removes it, and so does the next
+append when it lacks its newline (as a torn line does). Every other line that is not a record is skipped
+with a warning on stderr naming the file and the line, once per line per read, and kept on disk (a
+resumed run's rewrite keeps it), so that nothing is lost silently.
 """
 
 from __future__ import annotations
@@ -190,8 +191,8 @@ class JsonlLine:
 
 @dataclass(frozen=True)
 class JsonlContent:
-    """What a JSONL file holds: its records, the lines that are not records (other than a torn last one,
-    which is in ``torn``), and every non-empty line in order."""
+    """What a JSONL file holds: its records, the numbers of the lines that are not records (other than a
+    torn last one, which sets ``torn``), and every other non-empty line in order."""
 
     rows: list[dict[str, Any]]
     unreadable: list[int]
@@ -210,12 +211,13 @@ def scan_jsonl(path: str | os.PathLike) -> JsonlContent:
     with os.fdopen(fd, "rb") as handle:
         data = handle.read()
     pieces = data.split(b"\n")
+    last = max((i for i, raw in enumerate(pieces) if raw.strip()), default=-1)
     lines, unreadable, torn = [], [], False
     for i, raw in enumerate(pieces):
         if not raw.strip():
             continue
         row, why = parse_record(raw)
-        if row is None and i == len(pieces) - 1:  # no newline after it: a kill mid-append
+        if row is None and i == last:  # torn by a kill mid-append, or garbage where it would be
             torn = True
             continue
         if row is None:
