@@ -34,7 +34,6 @@ from suite.records import (
     JsonlContent,
     LinkedRunFile,
     RunDirectory,
-    read_jsonl,
     scan_jsonl,
 )
 from suite.schedule import evaluation_points
@@ -133,7 +132,9 @@ class RunRecord:
         return "; ".join(reasons)
 
     def sampler_log(self) -> list[dict[str, Any]]:
-        return read_jsonl(self.path / "sampler.jsonl")
+        """The sampler's density log ([] for a linked sampler.jsonl, which is reported)."""
+        content = _scan(self.path / "sampler.jsonl")
+        return [] if isinstance(content, LinkedRunFile) else content.rows
 
 
 def _scan(path: Path) -> JsonlContent | LinkedRunFile:

@@ -167,3 +167,20 @@ def test_links_inside_the_checkpoints_folder_are_not_checkpoints_and_never_prune
     assert [p.name for p in list_checkpoints(folder)] == [checkpoint_path(folder, n).name for n in (128, 192)]
     assert checkpoint_path(folder, 1).is_symlink() and torch.load(outside)["nimg"] == 1
     assert os.path.samefile(checkpoint_path(folder, 1), outside)
+
+
+def test_the_results_reader_reports_a_linked_record_file_and_flags_the_done_run(tmp_path, capsys):
+    from suite.results import find_runs
+
+    run_dir = tmp_path / "runs" / "bfashion-smoke-0123abcd" / "edm" / "seed0"
+    RunDirectory(run_dir).update(status="done")
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_bytes(lines_of(ROWS))
+    for name in ("records.jsonl", "sampler.jsonl"):
+        (run_dir / name).symlink_to(outside)
+    (run,) = find_runs(tmp_path)
+    assert run.rows() == [] and run.sampler_log() == []
+    assert run.records_incomplete == "records.jsonl is a link, not read; no evaluation rows"
+    err = capsys.readouterr().err
+    for name in ("records.jsonl", "sampler.jsonl"):
+        assert f"warning: {run_dir / name} is a symbolic link (to {outside})" in err
