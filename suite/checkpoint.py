@@ -13,7 +13,9 @@ A checkpoint is written to a temporary file, fsynced and renamed, so a kill at a
 the previous or the new checkpoint, never a torn one; the temporary file of a killed writer is removed
 when the run starts again (``suite.lease.clean_temporary_files``). On start the loop loads the newest
 checkpoint that reads back: a truncated or otherwise unreadable one is skipped with a message naming
-it, and the one before it is used. The two newest are kept.
+it, and the one before it is used. The two newest are kept. A ``checkpoints/`` folder that is a symbolic
+link is refused, naming it (:class:`suite.records.LinkedRunFile`), before anything is written, listed or
+pruned, and links inside it are not checkpoints: pruning never deletes what a link reaches.
 
 Fault injection (``tests/test_faults.py``): ``SUITE_FAULT=<point>@<nimg>`` makes the process SIGKILL
 itself at ``point`` once ``nimg`` examples are processed, so that a test's kill lands exactly where it
@@ -36,7 +38,7 @@ from typing import Any
 
 import torch
 
-from suite.records import check_write, write_atomic
+from suite.records import check_write, refuse_link, write_atomic
 
 _NAME = re.compile(r"^ckpt-(\d+)\.pt$")
 _GLOBAL = re.compile(r"GLOBAL ([\w.]+)")  # torch's refusal names the class or function after "GLOBAL "
@@ -89,6 +91,7 @@ def checkpoint_path(folder: str | os.PathLike, nimg: int) -> Path:
 
 def save_checkpoint(folder: str | os.PathLike, nimg: int, state: dict[str, Any]) -> Path:
     """Atomically write ``state`` as the checkpoint at ``nimg``, then prune to the newest ``KEEP``."""
+    refuse_link(folder)
     state = state | {"nimg": int(nimg)}
     check_plain(state)
     buffer = io.BytesIO()
@@ -103,11 +106,14 @@ def save_checkpoint(folder: str | os.PathLike, nimg: int, state: dict[str, Any])
 
 
 def list_checkpoints(folder: str | os.PathLike) -> list[Path]:
-    """Checkpoint files in ``folder``, oldest first."""
+    """Checkpoint files in ``folder``, oldest first; links are not listed, a linked ``folder`` is refused."""
     folder = Path(folder)
+    refuse_link(folder)
     if not folder.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := _NAME.match(p.name))]
+    found = [
+        (int(m.group(1)), p) for p in folder.iterdir() if (m := _NAME.match(p.name)) and not p.is_symlink()
+    ]
     return [p for _, p in sorted(found)]
 
 

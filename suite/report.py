@@ -12,6 +12,8 @@ its config's path instead of a command.
 Rows that ``suite eval`` re-scored on another solver grid or step count (``suite.results``) are listed on a
 line of their own under the run, labelled with that protocol, and the ``suite eval`` command that adds them
 follows the ``suite run`` commands (``--kimg`` and ``--metric`` when it re-scored one point or one metric).
+A done run whose records stop short (``suite.results``) is flagged "records incomplete" in the tables'
+cells, in a list below the tables, and in its status in the records section, with the reason.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from suite.table import (
     NO_TARGET,
     TARGET_BASELINES,
     comparison_table,
+    incomplete_note,
     load_published,
     load_records,
     parse_targets,
@@ -155,6 +158,7 @@ def records_section(results: Path, records: pd.DataFrame) -> list[str]:
         "Overrides are the keys where the run's `config.yaml` differs from the default config.",
         "",
     ]
+    incomplete = records.attrs.get("records_incomplete", {})
     for folder, runs in discover_runs(results).items():
         origin = [p for p in folder.relative_to(results).parts[:-1] if p != "runs"]
         target = str(results.joinpath(*origin))
@@ -164,12 +168,15 @@ def records_section(results: Path, records: pd.DataFrame) -> list[str]:
         order = sampler_order([r.label for r in runs])
         for run in sorted(runs, key=lambda r: (order.index(r.label), r.seed)):
             mine = records[records["run_dir"] == str(run.path)].sort_values("kimg")
+            status = run.info.get("status", "unknown")
+            if str(run.path) in incomplete:
+                status = f"{status}, records incomplete ({incomplete[str(run.path)]})"
             for protocol, rows in list(mine.groupby("protocol", sort=True)) or [("", mine)]:
                 table.append(
                     {
                         "sampler": f"{run.label} (re-scored: {protocol})" if protocol else run.label,
                         "seed": run.seed,
-                        "status": run.info.get("status", "unknown"),
+                        "status": status,
                         "metric": ", ".join(sorted(set(rows["metric"]))) or "–",
                         "records (kimg: value)": _records_cell(rows),
                         "run directory": str(run.path.relative_to(results)),
@@ -215,7 +222,7 @@ def write_report(
         render(comparison_table(records, budget, published), "md", COMPARISON_CAPTION),
         "",
         render(time_to_target_table(records, budget, targets), "md", target_caption(targets), NO_TARGET),
-        "",
+        incomplete_note(records),
         "## Figures",
         "",
     ]

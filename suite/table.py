@@ -43,8 +43,12 @@ target are the first crossing of q*, linearly interpolated between evaluation po
 
     k* = k_{i−1} + (q* − v_{i−1})·(k_i − k_{i−1})/(v_i − v_{i−1}),
 
-with i the first point whose v_i is at least as good as q* (k* = k_0 when the first evaluation already
-reaches q*), and "not reached" when no point does. The speed-up of a sampler is k*(T)/k*(sampler), whose
+with i the first point whose v_i is finite and at least as good as q* (k* = k_0 when the first evaluation
+already reaches q*, k* = k_i when v_{i−1} is NaN or ±inf), and "not reached" when no point does. NaN and
+±inf values are shown as such and never ranked: they are never best, never a target, never a crossing, and
+a seed mean with one of them is one too. A sampler with runs whose records are incomplete
+(``suite.results``) has its cells marked "records incomplete", and ``suite table`` lists each such run and
+why below the tables. The speed-up of a sampler is k*(T)/k*(sampler), whose
 numerator is the target sampler T's first crossing of its own final value (its last evaluation, or earlier
 when its curve reached that value before). With several seeds the spread comes from seed pairs: seed k of T
 and seed k of the sampler (the same data order and initialisation), each pair's ratio taken against T's
@@ -264,8 +268,10 @@ def comparison_stats(
 ) -> pd.DataFrame:
     """Long form of the comparison table: one line per row × sampler with mean, std, n, best, paper.
 
-    ``std`` is the sample standard deviation over seeds (NaN for one seed). ``best`` marks the best mean
-    of the row by the metric's direction (ties all marked). ``paper`` is the published value for real
+    ``std`` is the sample standard deviation over seeds (NaN for one seed). A NaN or ±inf value makes its
+    mean NaN or ±inf (no seed is left out); ``best`` marks the best finite mean of the row by the metric's
+    direction (ties all marked), so a non-finite mean is never best. ``incomplete`` counts the runs whose
+    records are incomplete (``suite.results``). ``paper`` is the published value for real
     data and a real metric of the same task, sampler and metric (NaN otherwise); the paper's KG value
     stands beside both KG readings (``PUBLISHED_AS``: the paper does not say which one it ran).
     ``published_gap`` says how the sampler's rows depart from the published protocol ("" when they
@@ -273,8 +279,19 @@ def comparison_stats(
     """
     final = with_row_labels(final_rows(finished(df, budget)))
     columns = [
-        "row", *ROW_KEYS, "sampler", "mean", "std", "n", "nfe", "best", "paper", "paper_nfe", "published_gap"
-    ]  # fmt: skip
+        "row",
+        *ROW_KEYS,
+        "sampler",
+        "mean",
+        "std",
+        "n",
+        "incomplete",
+        "nfe",
+        "best",
+        "paper",
+        "paper_nfe",
+        "published_gap",
+    ]
     if final.empty:
         return pd.DataFrame(columns=columns)
     published = load_published() if published is None else published
@@ -286,15 +303,17 @@ def comparison_stats(
     stats = (
         final.groupby(["row", *ROW_KEYS, "sampler"], dropna=False)
         .agg(
-            mean=("value", "mean"),
-            std=("value", "std"),
+            mean=("value", lambda s: s.mean(skipna=False)),
+            std=("value", lambda s: s.std(skipna=False)),
             n=("value", "size"),
+            incomplete=("records_incomplete", lambda s: int((s.fillna("") != "").sum())),
             nfe=("nfe", lambda s: "/".join(str(v) for v in sorted(s.dropna().unique()))),
             published_gap=("published_gap", lambda s: "; ".join(sorted({g for g in s if g}))),
         )
         .reset_index()
     )
-    signed = np.where(stats["higher_is_better"], stats["mean"], -stats["mean"])
+    signed = np.where(stats["higher_is_better"], stats["mean"], -stats["mean"]).astype(float)
+    signed[~np.isfinite(signed)] = np.nan
     best = pd.Series(signed, index=stats.index).groupby([stats[k] for k in ROW_KEYS]).transform("max")
     stats["best"] = np.isclose(signed, best, rtol=1e-12, atol=0.0)
     comparable = ~stats["stand_in_data"] & ~stats["substitute_metric"]
@@ -308,10 +327,20 @@ def comparison_stats(
     return stats[columns]
 
 
-def _cell(mean: float, std: float, best: bool, paper: float, gap: str = "") -> str:
-    text = "–" if math.isnan(mean) else _fmt(mean) + ("" if math.isnan(std) else f" ± {_fmt(std, mean)}")
+def _cell(
+    mean: float | None, std: float, best: bool, paper: float, gap: str = "", incomplete: str = ""
+) -> str:
+    """ "mean ± std", "–" for a sampler not run (``mean`` None), "nan"/"inf"/"-inf" as such; bold when
+    best, then ``incomplete`` in brackets and the published value, with ``gap`` when our protocol is not the
+    published one."""
+    if mean is None:
+        text = "–"
+    else:
+        text = _fmt(mean) + ("" if math.isnan(std) or not math.isfinite(mean) else f" ± {_fmt(std, mean)}")
     if best:
         text = f"**{text}**"
+    if incomplete:
+        text = f"{text} [{incomplete}]"
     if math.isnan(paper):
         return text
     return f"{text} (published {_fmt(paper)} {gap})" if gap else f"{text} (paper {_fmt(paper)})"
@@ -355,9 +384,10 @@ def comparison_table(
             paper = paper_of.get(PUBLISHED_AS.get(sampler, sampler), math.nan)
             if sampler in by_sampler.index:
                 s = by_sampler.loc[sampler]
-                line[sampler] = _cell(s["mean"], s["std"], bool(s["best"]), paper, s["published_gap"])
+                flag = f"records incomplete: {s['incomplete']} of {s['n']} runs" if s["incomplete"] else ""
+                line[sampler] = _cell(s["mean"], s["std"], bool(s["best"]), paper, s["published_gap"], flag)
             else:
-                line[sampler] = _cell(math.nan, math.nan, False, paper, row_gap)
+                line[sampler] = _cell(None, math.nan, False, paper, row_gap)
         lines.append(line)
     columns = ["task", "budget", "metric", "NFE", "seeds", *samplers]
     return _sort_rows(pd.DataFrame(lines, columns=columns))
@@ -377,15 +407,17 @@ def _sort_rows(table: pd.DataFrame) -> pd.DataFrame:
 
 # -- time to target ----------------------------------------------------------------------------------
 def first_crossing(kimg: np.ndarray, values: np.ndarray, target: float, higher_is_better: bool) -> float:
-    """kimg where a curve (increasing kimg) first reaches ``target``, linearly interpolated; NaN if never."""
+    """kimg where a curve (increasing kimg) first reaches ``target``, linearly interpolated; NaN if never.
+    Non-finite values never reach; after one, the crossing is the next point that does."""
     sign = 1.0 if higher_is_better else -1.0
     tolerance = 1e-12 * max(1.0, abs(target))
-    reached = sign * (np.asarray(values, dtype=float) - target) >= -tolerance
+    values = np.asarray(values, dtype=float)
+    reached = np.isfinite(values) & (sign * (values - target) >= -tolerance)
     if not reached.any():
         return math.nan
     i = int(np.argmax(reached))
-    if i == 0:
-        return float(kimg[0])
+    if i == 0 or not math.isfinite(values[i - 1]):
+        return float(kimg[i])
     k0, k1, v0, v1 = float(kimg[i - 1]), float(kimg[i]), float(values[i - 1]), float(values[i])
     return k0 + (target - v0) * (k1 - k0) / (v1 - v0)
 
@@ -395,7 +427,7 @@ def seed_mean_curves(df: pd.DataFrame) -> pd.DataFrame:
     rows = df if "row" in df else with_row_labels(df)
     return (
         rows.groupby(["row", *ROW_KEYS, "sampler", "sampler_name", "kimg"], dropna=False)["value"]
-        .mean()
+        .mean(skipna=False)
         .reset_index()
         .sort_values(["row", "sampler", "kimg"])
         .reset_index(drop=True)
@@ -440,6 +472,11 @@ def paired_speedups(
     return ratios, pairs
 
 
+def _incomplete(rows: pd.DataFrame, sampler: str) -> bool:
+    """Whether a run of ``sampler`` among ``rows`` has incomplete records."""
+    return bool((rows.loc[rows["sampler"] == sampler, "records_incomplete"].fillna("") != "").any())
+
+
 def time_to_target(
     df: pd.DataFrame, budget: str | None = None, targets: Sequence[str] | None = TARGET_BASELINES
 ) -> pd.DataFrame:
@@ -476,8 +513,8 @@ def time_to_target(
     lines = []
     for _, part in curves.groupby(ROW_KEYS, sort=False, dropna=False):
         higher = bool(part["higher_is_better"].iloc[0])
-        finals = part.groupby(["sampler", "sampler_name"])["value"].last().reset_index()
-        fixed = finals[~finals["sampler_name"].map(is_adaptive)]
+        finals = part.groupby(["sampler", "sampler_name"])["value"].last(skipna=False).reset_index()
+        fixed = finals[~finals["sampler_name"].map(is_adaptive) & np.isfinite(finals["value"])]
         if targets is not None:
             fixed = fixed[fixed["sampler"].isin(list(targets))]
         if fixed.empty:
@@ -508,7 +545,8 @@ def time_to_target(
                     "sampler_name": name,
                     "kimg_to_target": k,
                     "reached": not math.isnan(k),
-                    "result": NOT_REACHED if math.isnan(k) else _fmt(k),
+                    "result": (NOT_REACHED if math.isnan(k) else _fmt(k))
+                    + (" [records incomplete]" if _incomplete(seeds, sampler) else ""),
                     "speedup": reference / k if k > 0 else math.nan,
                     "pair_mean": float(np.mean(ratios)) if ratios else math.nan,
                     "pair_std": float(np.std(ratios, ddof=1)) if len(ratios) > 1 else math.nan,
@@ -680,20 +718,38 @@ def render(table: pd.DataFrame, fmt: str, caption: str, empty: str = NO_ROWS) ->
     raise ValueError(f"unknown format {fmt!r}; valid: md, latex, csv")
 
 
+def incomplete_note(df: pd.DataFrame, fmt: str = "md") -> str:
+    """The finished runs whose records are incomplete and why (``load_records``'s
+    ``attrs["records_incomplete"]``, runs without a row included), one line each; '' when there are none.
+    Lines are commented (``#``, ``%``) in CSV and LaTeX."""
+    runs = df.attrs.get("records_incomplete", {})
+    if not runs:
+        return ""
+    lines = [
+        f"Records incomplete: {len(runs)} done run(s) whose records stop short; their cells are marked "
+        "[records incomplete]:",
+        *(f"- {run}: {why}" for run, why in sorted(runs.items())),
+    ]
+    prefix = {"csv": "# ", "latex": "% "}.get(fmt, "")
+    return "".join(f"{prefix}{line}\n" for line in lines)
+
+
 def main(args: argparse.Namespace) -> int:
     """``suite table``: print both tables of the records under ``args.results``.
 
     ``args.target_samplers`` (optional, a comma list) replaces the paper's baselines as the first target.
     """
     df = load_records(args.results)
+    fmt = getattr(args, "format", "md")
     if df.empty:
         print(f"no records under {args.results}", file=sys.stderr)
+        print(incomplete_note(df, fmt), end="", file=sys.stderr)
         return 1
     budget = getattr(args, "budget", None)
-    fmt = getattr(args, "format", "md")
     targets = parse_targets(getattr(args, "target_samplers", None))
     print(render(comparison_table(df, budget, load_published(args.results)), fmt, COMPARISON_CAPTION))
     print(render(time_to_target_table(df, budget, targets), fmt, target_caption(targets), NO_TARGET))
+    print(incomplete_note(df, fmt), end="")
     return 0
 
 

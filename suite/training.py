@@ -310,6 +310,7 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any]:
         folder = RunDirectory(run_dir)
         if folder.status() == "done":  # finished by the previous holder
             return folder.info()
+        folder.refuse_links()
         if ctx.is_main:
             for path in clean_temporary_files(run_dir):
                 print(f"removed {path}, left by a writer that did not finish", flush=True)

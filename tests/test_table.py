@@ -245,6 +245,91 @@ def test_first_crossing_interpolates():
     assert math.isnan(first_crossing(kimg, np.array([30.0, 20.0, 15.0]), 10.0, False))
 
 
+def test_nan_and_inf_cells_print_as_such_and_are_never_best(tmp_path: Path):
+    """fid ↓: EDM's seeds end at 2 and NaN, LogU at −inf, Cos at 3, FM at inf; mauve ↑: InfoNoise at inf."""
+    for seed, final in enumerate([2.0, math.nan]):
+        write_run(tmp_path, "bfashion", "edm", seed, [(20, final)])
+    for label, final in (("logu", -math.inf), ("cos", 3.0), ("fm", math.inf)):
+        write_run(tmp_path, "bfashion", label, 0, [(20, final)])
+    write_run(tmp_path, "owt", "infonoise", 0, [(5, math.inf)], metric="mauve", higher=True, nfe=127)
+    write_run(tmp_path, "owt", "edm", 0, [(5, 0.80)], metric="mauve", higher=True, nfe=127)
+    stats = comparison_stats(load_records(tmp_path))
+    assert sorted(stats.loc[stats["best"], "sampler"]) == ["cos", "edm"]
+    assert stats.loc[stats["best"], "mean"].tolist() in ([3.0, 0.8], [0.8, 3.0])
+
+    table = comparison_table(load_records(tmp_path))
+    assert cell_value(table, "bfashion", "edm") == "nan (paper 0.94)"  # the NaN seed is not left out
+    assert cell_value(table, "bfashion", "logu") == "-inf (paper 1.10)"
+    assert cell_value(table, "bfashion", "cos") == "**3.00** (paper 1.20)"
+    assert cell_value(table, "bfashion", "fm") == "inf (paper 0.80)"
+    assert cell_value(table, "bfashion", "laplace") == "–"  # not run
+    assert cell_value(table, "owt", "infonoise") == "inf (paper 0.87)"
+    assert cell_value(table, "owt", "edm") == "**0.80** (paper 0.83)"
+
+
+def test_non_finite_values_never_set_the_target_nor_cross_it(tmp_path: Path):
+    """fid ↓ at kimg 10, 20, 40. EDM (30, 20, 10) sets the target 10: LogU ends at −inf and FM at NaN.
+    InfoNoise (20, NaN, 5) first reaches it at kimg 40 (no interpolation from a NaN), Laplace (inf, 12, 8),
+    not a paper baseline, at 20 + (10 − 12)·20/(8 − 12) = 30; LogU never does."""
+    kimg = [10.0, 20.0, 40.0]
+    for label, curve in (
+        ("edm", [30.0, 20.0, 10.0]),
+        ("logu", [40.0, 25.0, -math.inf]),
+        ("fm", [35.0, 30.0, math.nan]),
+        ("laplace", [math.inf, 12.0, 8.0]),
+        ("infonoise", [20.0, math.nan, 5.0]),
+    ):
+        write_run(tmp_path, "cifar10", label, 0, list(zip(kimg, curve, strict=True)))
+    result = time_to_target(load_records(tmp_path)).set_index("sampler")
+    assert (result["target_sampler"] == "edm").all() and (result["target"] == 10.0).all()
+    assert result.loc["infonoise", "kimg_to_target"] == 40.0
+    assert result.loc["laplace", "kimg_to_target"] == pytest.approx(30.0)
+    assert result.loc["logu", "result"] == "not reached" and result.loc["fm", "result"] == "not reached"
+    table = time_to_target_table(load_records(tmp_path))
+    assert cell_value(table, "cifar10", "target (logu, cos, fm, edm)") == "edm: 10.00"
+    assert cell_value(table, "cifar10", "InfoNoise speed-up") == "1.00×"
+
+
+def test_a_done_run_whose_records_stop_short_is_flagged_in_every_view(tmp_path: Path, capsys):
+    """Budget 20 examples in batches of 10 with 2 evaluation points (kimg 0.01 and 0.02). EDM seed 1 lacks
+    the first evaluation, InfoNoise's stats stop at 0.01: both stay in the means, marked, and are listed."""
+    from suite.status import collect
+
+    budget = {"budget": {"kimg": 0.02, "batch": 10, "eval_points": 2}}
+    complete = write_run(tmp_path, "bfashion", "edm", 0, [(0.01, 3.0), (0.02, 1.0)], config=budget)
+    short = write_run(tmp_path, "bfashion", "edm", 1, [(0.02, 2.0)], config=budget)
+    stopped = write_run(tmp_path, "bfashion", "infonoise", 0, [(0.01, 2.0), (0.02, 0.5)], config=budget)
+    for run, ticks in ((complete, [10, 20]), (short, [10, 20]), (stopped, [10])):
+        write_jsonl(run / "stats.jsonl", [{"nimg": n, "kimg": n / 1000} for n in ticks])
+    records = load_records(tmp_path)
+    why = {
+        str(short): "fid: no row at kimg 0.01 of 2 evaluation points",
+        str(stopped): "stats stop at kimg 0.01 of 0.02",
+    }
+    assert records.attrs["records_incomplete"] == why
+
+    table = comparison_table(records)
+    assert (
+        cell_value(table, "bfashion", "edm") == "1.50 ± 0.71 [records incomplete: 1 of 2 runs] (paper 0.94)"
+    )
+    assert (
+        cell_value(table, "bfashion", "infonoise")
+        == "**0.50** [records incomplete: 1 of 1 runs] (paper 0.69)"
+    )
+    targets = time_to_target_table(records)
+    assert cell_value(targets, "bfashion", "edm") == "0.02 [records incomplete]"
+    assert main(argparse.Namespace(results=str(tmp_path), budget=None, format="md")) == 0
+    out = capsys.readouterr().out
+    assert "Records incomplete: 2 done run(s)" in out
+    for run, reason in why.items():
+        assert f"- {run}: {reason}\n" in out
+
+    status = collect(tmp_path).set_index("seed")
+    edm = status[status["sampler"] == "edm"]
+    assert edm["status"].tolist() == ["done", "done, records incomplete"]
+    assert edm["error"].tolist() == ["", why[str(short)]]
+
+
 @pytest.fixture
 def crossing(tmp_path: Path) -> Path:
     """EDM ends at 10 (kimg 40) and is the strongest fixed sampler; InfoNoise's seed mean (25, 14, 6) crosses
