@@ -136,7 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
     profile = sub.add_parser("profile", help="post hoc information profile of a task's data")
     profile.add_argument("--task", required=True)
     profile.add_argument("--budget", default="smoke")
-    profile.add_argument("--out", default="results/profiles", help="folder for the figure and CSV")
+    profile.add_argument("--results", default="results", help="results folder whose figures draw the profile")
+    profile.add_argument(
+        "--out", default=None, help="folder for the figure and CSV (default RESULTS/profiles)"
+    )
     profile.add_argument("overrides", nargs="*", help="key=value config overrides")
     profile.set_defaults(func=_lazy("suite.profile", "main"))
 

@@ -50,6 +50,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
+from suite.figures import normalise
 from suite.information import PosteriorDiagnostics, empirical_prior_mmse, point_set_mmse
 
 BAND = (0.1, 0.9)
@@ -83,12 +84,6 @@ class ProfileNotApplicable(ValueError):
 
 
 # -- curves ------------------------------------------------------------------------------------------
-def normalise(u: np.ndarray, density: np.ndarray) -> np.ndarray:
-    """density/∫density du (trapezoid rule): a probability density per unit u."""
-    total = np.trapezoid(density, u)
-    return density / total if total > 0 else density
-
-
 def cumulative(u: np.ndarray, density: np.ndarray) -> np.ndarray:
     """∫_{u_0}^{u} density du' at every node (trapezoid rule), normalised to end at 1."""
     steps = 0.5 * (density[1:] + density[:-1]) * np.diff(u)
@@ -398,6 +393,63 @@ def task_examples(
     return x0.reshape(len(index), -1), data.variant, n
 
 
+def profile_key(task_cfg: Mapping[str, Any]) -> str:
+    """Which saved profile belongs to a task config: the hash of the config without where its data sit
+    (``root``, ``download``), so the profile written by ``suite profile`` is found by ``suite plot``."""
+    from suite.config import stable_hash
+
+    return stable_hash({k: v for k, v in dict(task_cfg).items() if k not in ("root", "download")})
+
+
+def posthoc_path(folder: Path, task_cfg: Mapping[str, Any]) -> Path:
+    """``<folder>/<task>-<profile key>_posthoc.json``: the empirical-prior profile ``suite plot`` draws."""
+    return folder / f"{task_cfg['name']}-{profile_key(task_cfg)}_posthoc.json"
+
+
+def write_posthoc(folder: Path, task_cfg: Mapping[str, Any], profile: PosthocProfile, variant: str) -> Path:
+    """Save the empirical-prior profile of a task config's data for the figures (JSON)."""
+    from suite.records import write_json
+
+    path = posthoc_path(folder, task_cfg)
+    write_json(
+        path,
+        {
+            "task": task_cfg["name"],
+            "data": variant,
+            "sigma": profile.sigma.tolist(),
+            "mmse": profile.mmse.tolist(),
+            "nn_distance": profile.nn_distance,
+            "n_points": profile.n_points,
+            "dim": profile.dim,
+        },
+    )
+    return path
+
+
+def saved_profile(folder: Path) -> ProfileFn:
+    """The ``ProfileFn`` that reads what ``suite profile`` wrote to ``folder`` (the grid saved there, not the
+    one asked for): figures never read a data set."""
+    from suite.records import read_json
+
+    def read(task_cfg: dict[str, Any], _sigma: np.ndarray) -> PosthocProfile:
+        path = posthoc_path(folder, task_cfg)
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"no post hoc profile of these data in {folder}; `suite profile --task {task_cfg['name']} "
+                f"--results {folder.parent}` (with the comparison's overrides) computes it"
+            )
+        saved = read_json(path)
+        return PosthocProfile(
+            np.asarray(saved["sigma"], dtype=float),
+            np.asarray(saved["mmse"], dtype=float),
+            float(saved["nn_distance"]),
+            int(saved["n_points"]),
+            int(saved["dim"]),
+        )
+
+    return read
+
+
 def empirical_profile(
     task_cfg: dict[str, Any], sigma: np.ndarray, n_points: int = 512, n_queries: int = 256, seed: int = 0
 ) -> PosthocProfile:
@@ -412,7 +464,7 @@ def plot_profile(report: ProfileReport, task_cfg: Mapping[str, Any], title: str,
     diagnostics of the empirical prior (right); PNG and PDF."""
     from matplotlib.figure import Figure
 
-    from suite.plots import _save, _sigma_axis, effective_allocation, registered_densities, style_map
+    from suite.figures import _save, _sigma_axis, effective_allocation, registered_densities, style_map
     from suite.weighting import build_weight
 
     lo, hi = float(task_cfg["sigma_min"]), float(task_cfg["sigma_max"])
@@ -484,12 +536,14 @@ def plot_profile(report: ProfileReport, task_cfg: Mapping[str, Any], title: str,
 
 
 def main(args: argparse.Namespace) -> int:
-    """``suite profile --task T [--budget B] [--out DIR] [key=value …]``: print the profile's peak and band
-    (every curve), write ``<out>/<task>-<budget>_profile.csv`` and its figure (PNG, PDF)."""
+    """``suite profile --task T [--budget B] [--results R] [--out DIR] [key=value …]``: print the profile's
+    peak and band (every curve), write ``<out>/<task>-<budget>_profile.csv``, its figure (PNG, PDF) and the
+    empirical-prior profile that ``suite plot`` draws (``<out>`` defaults to ``<results>/profiles``)."""
     from suite.config import compose_run, to_dict
 
     budget = getattr(args, "budget", None) or "smoke"
-    out = Path(getattr(args, "out", None) or "results/profiles")
+    results = Path(getattr(args, "results", None) or "results")
+    out = Path(getattr(args, "out", None) or results / "profiles")
     cfg = to_dict(compose_run(args.task, "edm", budget, list(getattr(args, "overrides", None) or [])))
     size = str(cfg["budget"].get("size", budget))
     if size not in SETTINGS:
@@ -512,7 +566,7 @@ def main(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"{args.task}-{budget}_profile"
     report.frame().to_csv(stem.with_suffix(".csv"), index=False)
-    written = [stem.with_suffix(".csv")]
+    written = [stem.with_suffix(".csv"), write_posthoc(out, task_cfg, report.empirical, variant)]
     written += plot_profile(report, task_cfg, f"{args.task} · {variant} · budget {budget}", stem)
     for path in written:
         print(f"wrote {path}")

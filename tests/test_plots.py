@@ -21,7 +21,7 @@ from suite.plots import (
     registered_densities,
     write_figures,
 )
-from suite.profile import PosthocProfile, empirical_profile
+from suite.profile import PosthocProfile, empirical_profile, saved_profile, write_posthoc
 from suite.report import config_overrides, hydra_value, reproduce_command, write_report
 from suite.weighting import EDMWeight, UniformWeight
 
@@ -170,10 +170,12 @@ def test_effective_allocation_is_normalised_pi_times_w():
     assert allocation_median(U, flat) == pytest.approx(math.exp(-1.2), rel=1e-3)
 
 
-def test_plot_main_writes_png_and_pdf(results: Path, monkeypatch, capsys):
+def test_plot_main_writes_png_and_pdf_from_the_saved_profile_without_data(results: Path, capsys):
     import suite.plots
 
-    monkeypatch.setattr(suite.plots, "empirical_profile", tiny_profile)
+    task_cfg = config({})["task"]
+    sigma = np.geomspace(0.002, 80.0, 41)
+    write_posthoc(results / "profiles", task_cfg, tiny_profile(task_cfg, sigma), "tiny")
     assert suite.plots.main(argparse.Namespace(results=str(results))) == 0
     written = [Path(line.removeprefix("wrote ")) for line in capsys.readouterr().out.splitlines()]
     names = {p.name for p in written}
@@ -316,3 +318,17 @@ def test_rescored_rows_get_their_own_figure_and_leave_the_quality_figures_as_dra
     assert {name: (figures / name).read_bytes() for name in before} == before
     stem = "fashion-smoke-aaaa000000"
     assert written - drawn == {f"{stem}_quality-fid-infogrid-15steps{s}" for s in (".png", ".pdf")}
+
+
+def test_saved_profile_round_trips_and_a_missing_one_names_the_command(tmp_path: Path):
+    task_cfg = config({})["task"] | {"root": "/somewhere"}
+    sigma = np.geomspace(0.002, 80.0, 41)
+    read = saved_profile(tmp_path / "profiles")
+    with pytest.raises(FileNotFoundError, match="suite profile --task fashion --results"):
+        read(task_cfg, sigma)
+    written = tiny_profile(task_cfg, sigma)
+    write_posthoc(tmp_path / "profiles", task_cfg, written, "tiny")
+    moved = task_cfg | {"root": "/elsewhere"}  # where the data sit does not change which profile it is
+    back = read(moved, sigma[:3])
+    assert np.array_equal(back.sigma, written.sigma) and np.array_equal(back.mmse, written.mmse)
+    assert (back.nn_distance, back.n_points, back.dim) == (6.0, 64, 784)
