@@ -162,15 +162,20 @@ class Trainer:
         barrier()
 
     def resume(self) -> bool:
-        """Load the newest checkpoint if there is one; drop records written after it."""
-        if not self.state.resume(self.dir.checkpoints):
-            return False
-        self._loss_sum.fill_(self.state.tick_loss_sum if self.ctx.is_main else 0.0)
-        self._rebuilds_logged = len(self.state.sampler.history)
+        """Load the newest checkpoint that loads and keep the records it restored: the rows up to its
+        ``nimg``; with none restored, no row of an earlier attempt is kept (the run starts over)."""
+        resumed = self.state.resume(self.dir.checkpoints)
+        if resumed:
+            self._loss_sum.fill_(self.state.tick_loss_sum if self.ctx.is_main else 0.0)
+            self._rebuilds_logged = len(self.state.sampler.history)
         if self.ctx.is_main:
-            self.dir.truncate_to(self.nimg)
+            if resumed:
+                self.dir.truncate_to(self.nimg)
+            else:
+                for path in (self.dir.records, self.dir.stats, self.dir.sampler_log):
+                    path.unlink(missing_ok=True)
         barrier()
-        return True
+        return resumed
 
     def log_sampler(self, initial: bool = False) -> None:
         """Append the sampler's density at the start of a run and after each new rebuild."""
