@@ -12,6 +12,9 @@ generated and real sequences for the same signal). The reference set is a fixed 
 reference split (``budget.eval.reference`` examples). Everything runs on the run's device, metric features
 included.
 
+A stop request (``suite.stopping``) abandons an evaluation between its generation batches, its metrics and
+their feature batches: :class:`suite.stopping.Interrupted` is raised and no row is returned.
+
 The solver grid is Karras et al.'s ρ = 7 grid unless an evaluation asks for another (``suite.grids``;
 InfoGrid uses the profile an InfoNoise run learned); the grid's name is part of each row.
 """
@@ -35,6 +38,7 @@ from suite.metrics.inception import suite_cache_dir
 from suite.records import evaluation_row, write_atomic
 from suite.sampler import NoiseSampler
 from suite.solvers import SOLVERS, guided, nfe
+from suite.stopping import check
 from suite.task import Batch, Task, TaskData
 
 REFERENCE_SEED = 0
@@ -89,6 +93,7 @@ class Evaluator:
         solve = SOLVERS[task.solver]
         out = []
         for start in range(0, n, int(ev.batch_size)):
+            check("while generating")
             m = min(int(ev.batch_size), n - start)
             latents = float(task.sigma_max) * torch.randn((m, *self.task.sample_shape), generator=gen)
             cond: dict[str, Tensor] = {}
@@ -138,6 +143,7 @@ class Evaluator:
                 matched=None if matched is None else self.task.decode_reference(matched),
             )
             for found, metric in zip(results, metrics, strict=True):
+                check("between metrics")
                 found.append(metric(inputs))
         rows = []
         for found, metric in zip(results, metrics, strict=True):

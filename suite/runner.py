@@ -5,7 +5,9 @@ directories, ``results/runs/<task>-<budget>-<comparison hash>/<sampler label>/se
 one comparison shares the directory of its comparison hash, and the comparison's config is written
 once to ``comparison.json`` there. A run whose record says done is skipped, so re-running a command
 resumes what is unfinished and does nothing more; a run that another live process trains (it holds the
-run's lease, ``suite.lease``) is skipped with a line naming that process, and the next run starts.
+run's lease, ``suite.lease``) is skipped with a line naming that process, and the next run starts. A stop
+request (``suite.stopping``) ends the launch with status 130: a run that trains checkpoints and stops, and
+a request that arrives between runs starts no further run.
 
 Before anything runs (and for ``--dry-run``), :func:`check_runs` builds every planned run's loss weight,
 noise sampler, task and network and checks the budget's numbers, without loading data, and reports every
@@ -38,8 +40,9 @@ from suite.lease import RunBusy
 from suite.records import RunDirectory, read_json, write_json
 from suite.sampler import SAMPLERS, build_sampler
 from suite.solvers import SOLVERS
+from suite.stopping import EXIT_INTERRUPTED, Interrupted, check
 from suite.task import TASKS
-from suite.training import Interrupted, train
+from suite.training import train
 from suite.weighting import build_weight
 
 # Budget numbers that must be positive (integers where marked), or at least zero.
@@ -244,12 +247,13 @@ def run_local(runs: list[PlannedRun]) -> int:
         if run.status == "done":
             print(f"done already: {run.label}")
             continue
-        print(f"== {run.label} -> {run.run_dir}", flush=True)
         try:
+            check(f"before {run.label}")
+            print(f"== {run.label} -> {run.run_dir}", flush=True)
             run_one(OmegaConf.to_container(run.cfg, resolve=True), str(run.run_dir))  # type: ignore[arg-type]
         except Interrupted as stop:
-            print(stop)
-            return 130
+            print(stop, flush=True)
+            return EXIT_INTERRUPTED
         except Exception:  # recorded in run.json by train(); keep going with the other runs
             failures += 1
             traceback.print_exc()
