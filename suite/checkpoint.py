@@ -19,8 +19,10 @@ pruned, and links inside it are not checkpoints: pruning never deletes what a li
 
 Fault injection (``tests/test_faults.py``): ``SUITE_FAULT=<point>@<nimg>`` makes the process SIGKILL
 itself at ``point`` once ``nimg`` examples are processed, so that a test's kill lands exactly where it
-means it to. Points: ``step`` (the training loop, after the step), ``checkpoint`` (``save_checkpoint``,
-after half of the checkpoint is in its temporary file and before the rename). Unset, nothing happens.
+means it to; ``SUITE_FAULT=<point>@<nimg>:<SIGNAL>`` sends it that signal instead (e.g. ``SIGTERM``), once.
+Points: ``step`` (the training loop, after the step), ``checkpoint`` (``save_checkpoint``, after half of
+the checkpoint is in its temporary file and before the rename), ``data`` (a run's data just loaded, before
+training; nimg 0). Unset, nothing happens.
 """
 
 from __future__ import annotations
@@ -44,14 +46,27 @@ _NAME = re.compile(r"^ckpt-(\d+)\.pt$")
 _GLOBAL = re.compile(r"GLOBAL ([\w.]+)")  # torch's refusal names the class or function after "GLOBAL "
 KEEP = 2
 FAULT_ENV = "SUITE_FAULT"
+_signal_sent = False  # a fault signal is sent once per process
 _ATOMS = (torch.Tensor, str, int, float, bool, type(None), torch.Size, torch.dtype, torch.device)
 
 
 def fault_point(point: str, nimg: int, before_kill: bytes | None = None, path: Path | None = None) -> None:
-    """SIGKILL this process if ``$SUITE_FAULT`` is ``<point>@<n>`` and ``nimg`` ≥ n (module docstring);
-    first write ``before_kill`` to a temporary file beside ``path``, as an interrupted writer leaves it."""
+    """SIGKILL this process if ``$SUITE_FAULT`` is ``<point>@<n>`` and ``nimg`` ≥ n, or send it the signal
+    of ``<point>@<n>:<SIGNAL>`` the first time (module docstring); before a kill, write ``before_kill`` to a
+    temporary file beside ``path``, as an interrupted writer leaves it."""
+    global _signal_sent
     name, _, at = os.environ.get(FAULT_ENV, "").partition("@")
+    at, _, signal_name = at.partition(":")
     if name != point or not at or nimg < int(at):
+        return
+    if signal_name:
+        if signal_name not in signal.Signals.__members__:
+            raise ValueError(
+                f"{FAULT_ENV}: unknown signal {signal_name!r}; name one such as SIGTERM or SIGINT"
+            )
+        if not _signal_sent:
+            _signal_sent = True
+            os.kill(os.getpid(), signal.Signals[signal_name])
         return
     if before_kill is not None and path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)

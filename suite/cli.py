@@ -1,11 +1,14 @@
 """Command line: ``suite run|eval|data|profile|list|samplers|status|lease|table|plot|report|bench``.
 
 Each subcommand is a small function; heavy imports happen inside them so ``suite --help`` is instant.
+``suite run`` handles SIGTERM, SIGUSR2 and SIGINT from its start (``suite.stopping``): the launch stops
+cleanly and exits with status 130.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Callable
 
@@ -217,10 +220,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _trains_here(args: argparse.Namespace) -> bool:
+    """Whether the command trains runs in this process (``suite run`` without --dry-run or SLURM)."""
+    return args.command == "run" and args.launcher == "local" and not args.dry_run
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from suite.stopping import stop_requests  # no torch: the handlers are in place before the heavy imports
+
     try:
-        return int(args.func(args) or 0)
+        with stop_requests() if _trains_here(args) else contextlib.nullcontext():
+            return int(args.func(args) or 0)
     except (ValueError, FileNotFoundError, KeyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -18,6 +18,9 @@ records its protocol: the grid, the steps, the NFE, the number of generated samp
 reference examples and the size of the reference split they were drawn from (the reference set is the
 whole split when the two are equal, as in EDM's FID against the training set). The tables and figures
 keep rows of another protocol apart from the run's own (``suite.results``).
+
+A stop request (``suite.stopping``) abandons an evaluation between its generation batches, its metrics and
+their feature batches: :class:`suite.stopping.Interrupted` is raised and no row is returned.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from suite.metrics.inception import suite_cache_dir
 from suite.records import evaluation_row, write_atomic
 from suite.sampler import NoiseSampler
 from suite.solvers import SOLVERS, guided, nfe
+from suite.stopping import check
 from suite.task import Batch, Task, TaskData
 
 REFERENCE_SEED = 0
@@ -93,6 +97,7 @@ class Evaluator:
         solve = SOLVERS[task.solver]
         out = []
         for start in range(0, n, int(ev.batch_size)):
+            check("while generating")
             m = min(int(ev.batch_size), n - start)
             latents = float(task.sigma_max) * torch.randn((m, *self.task.sample_shape), generator=gen)
             cond: dict[str, Tensor] = {}
@@ -142,6 +147,7 @@ class Evaluator:
                 matched=None if matched is None else self.task.decode_reference(matched),
             )
             for found, metric in zip(results, metrics, strict=True):
+                check("between metrics")
                 found.append(metric(inputs))
         rows = []
         for found, metric in zip(results, metrics, strict=True):

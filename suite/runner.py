@@ -6,7 +6,9 @@ one comparison shares the directory of its comparison hash, and the comparison's
 once to ``comparison.json`` there. A run whose record says done is skipped, so re-running a command
 resumes what is unfinished and does nothing more; a run that another live process trains (it holds the
 run's lease, ``suite.lease``) is skipped with a line naming that process, and the next run starts. A run
-whose lease was taken over while it trained stops at its next write, and the next run starts.
+whose lease was taken over while it trained stops at its next write, and the next run starts. A stop
+request (``suite.stopping``) ends the launch with status 130: a run that trains checkpoints and stops, and
+a request that arrives between runs starts no further run.
 
 A local launch ends with one line per run (its outcome: done, done already, failed, busy, lease lost,
 interrupted, not started) and exits with ``EXIT_DONE`` (0) when every run is done, ``EXIT_FAILED`` (1)
@@ -44,10 +46,11 @@ from suite.lease import LeaseLost, RunBusy
 from suite.records import RunDirectory, read_json, write_json
 from suite.sampler import SAMPLERS
 from suite.spec import RunSpec, read_spec, run_spec
+from suite.stopping import EXIT_INTERRUPTED, Interrupted, check
 from suite.task import TASKS
-from suite.training import Interrupted, train
+from suite.training import train
 
-EXIT_DONE, EXIT_FAILED, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 3, 130
+EXIT_DONE, EXIT_FAILED, EXIT_BUSY = 0, 1, 3
 
 
 @dataclass
@@ -229,12 +232,13 @@ def run_local(runs: list[PlannedRun]) -> int:
             print(f"done already: {run.label}")
             outcomes.append(("done already", run, ""))
             continue
-        print(f"== {run.label} -> {run.run_dir}", flush=True)
         try:
+            check(f"before {run.label}")
+            print(f"== {run.label} -> {run.run_dir}", flush=True)
             cfg_dict = OmegaConf.to_container(run.cfg, resolve=True)
             outcome, why = launch_run(cfg_dict, str(run.run_dir))  # type: ignore[arg-type]
         except Interrupted as stop:
-            print(stop)
+            print(stop, flush=True)
             outcome, why, interrupted = "interrupted", str(stop), True
         except Exception as err:  # recorded in run.json by train(); keep going with the other runs
             traceback.print_exc()

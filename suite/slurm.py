@@ -13,7 +13,8 @@
   which ``suite status`` reads to ask ``sacct`` about the job.
 
 Requeue and preemption. Each job runs :func:`run_job`, which calls ``suite.runner.run_one``. A run
-checkpoints by itself on SIGTERM and SIGUSR2 and resumes from its newest checkpoint when it starts again,
+checkpoints by itself on SIGTERM, SIGUSR2 and SIGINT (``suite.stopping``, handled from the job's start) and
+resumes from its newest checkpoint when it starts again,
 dropping any record written after that checkpoint, so it never writes a record twice; submitit's own
 checkpoint mechanism is not used (it ignores SIGTERM, which ``scontrol requeue`` and preemption send). When
 the run stops on a signal, :func:`run_job` asks SLURM about the job:
@@ -52,6 +53,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import yaml
 
 from suite.records import RunDirectory, host_info, now, read_json, write_json
+from suite.stopping import EXIT_INTERRUPTED, Interrupted, stop_requests
 
 if TYPE_CHECKING:  # the runner imports torch; `suite status` only needs the helpers here
     from suite.runner import PlannedRun
@@ -61,7 +63,6 @@ DEFAULT_PROFILE = "local"
 DEFAULT_MAX_ARRAY_SIZE = 1001  # Slurm's default MaxArraySize
 SUBMISSION_FILE = "slurm.json"
 PLUGINS_ENV = "SUITE_PLUGINS"
-EXIT_INTERRUPTED = 130  # as `suite run` exits locally when a run stopped on a signal
 PROFILE_SECTIONS = ("defaults", "modalities", "tasks", "setup", "sbatch")
 
 T = TypeVar("T")
@@ -367,13 +368,13 @@ def requeue_after_interrupt(max_requeues: int) -> str:
 
 def run_job(cfg_dict: dict[str, Any], run_dir: str, max_requeues: int) -> dict[str, Any]:
     """Entry point of one SLURM array task: run (or resume) one run; see the module docstring on requeue."""
-    from suite.runner import run_one
-    from suite.training import Interrupted
-
     main_rank = int(os.environ.get("SLURM_PROCID", "0")) == 0
     try:
-        import_plugins()
-        return run_one(cfg_dict, run_dir)
+        with stop_requests():  # from the job's start: a stop during imports or data loading is clean too
+            from suite.runner import run_one
+
+            import_plugins()
+            return run_one(cfg_dict, run_dir)
     except Interrupted as stop:
         message = requeue_after_interrupt(max_requeues) if main_rank else "not the main rank"
         print(f"{stop}; {message}", file=sys.stderr, flush=True)

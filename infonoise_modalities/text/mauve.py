@@ -35,6 +35,7 @@ import torch
 
 from infonoise_modalities.text.data import MINILM_TOKENIZER, minilm_path
 from suite.metrics import METRICS, EvalInputs, Metric
+from suite.stopping import check
 from suite.task import MetricSpec
 
 PAPER_FEATURIZER = "gpt2-large"
@@ -103,6 +104,7 @@ class TextModel:
         pad = self.tokenizer.eos_token_id if pad is None else pad
         order = np.argsort([len(ids) for ids in encoded], kind="stable")
         for start in range(0, len(order), batch_size):
+            check("while featurising texts")  # a stop request abandons the evaluation here
             chunk = order[start : start + batch_size]
             rows = [encoded[i] or [pad] for i in chunk]
             width = max(len(r) for r in rows)

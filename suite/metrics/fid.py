@@ -60,6 +60,7 @@ from suite.metrics.inception import (
     resolve_inception_weights,
     suite_cache_dir,
 )
+from suite.stopping import check
 from suite.task import MetricSpec
 
 INCEPTION_EXTRACTOR = "inception-v3-compat"
@@ -97,6 +98,7 @@ class ImageTensorDataset(Dataset):
         return self.images.shape[0]
 
     def __getitem__(self, index: int) -> Tensor:
+        check("while featurising images")  # a stop request abandons the evaluation here
         image = self.images[index]
         return image.expand(3, -1, -1) if image.shape[0] == 1 else image
 

@@ -45,6 +45,7 @@ from torch import Tensor, nn
 
 from suite.metrics import METRICS, EvalInputs, Metric
 from suite.metrics.frechet import frechet_distance
+from suite.stopping import check
 from suite.task import MetricSpec
 
 SEI_CHECKPOINT = "best.sei.model.pth.tar"
@@ -308,6 +309,7 @@ class SeiFeaturizer:
             return self._memo[key]
         parts: dict[str, list[np.ndarray]] = {"spline": [], "predictions": []}
         for start in range(0, len(sequences), self.batch_size):
+            check("while featurising sequences")  # a stop request abandons the evaluation here
             x = pad_to_sei(one_hot(sequences[start : start + self.batch_size])).to(self.device)
             spline, predictions = self.model(x)
             parts["spline"].append(spline.float().cpu().numpy())
