@@ -8,6 +8,9 @@ budget (``suite.config.compose_run``), and every key whose value differs becomes
 records are tied to their config by ``config_hash``, re-running the command with the same code (the git SHA
 of run.json) gives the same records; a run whose config no longer composes (a key was removed since) gets
 its config's path instead of a command.
+
+After the two tables comes the table of ``suite.statistics``: every final quality, paired difference and
+time-to-target ratio with its 95% confidence interval over seeds, and a verdict per sampler.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import pandas as pd
 
 from suite.plots import ProfileFn, Run, discover_runs, figure_stem, write_figures
 from suite.records import now, write_atomic
+from suite.statistics import STATISTICS_CAPTION, statistics_table
 from suite.table import (
     COMPARISON_CAPTION,
     NO_TARGET,
@@ -195,6 +199,8 @@ def write_report(
         render(comparison_table(records, budget, published), "md", COMPARISON_CAPTION),
         "",
         render(time_to_target_table(records, budget, targets), "md", target_caption(targets), NO_TARGET),
+        "",
+        render(statistics_table(records, budget, targets), "md", STATISTICS_CAPTION),
         "",
         "## Figures",
         "",

@@ -605,7 +605,8 @@ def render(table: pd.DataFrame, fmt: str, caption: str, empty: str = NO_ROWS) ->
 
 
 def main(args: argparse.Namespace) -> int:
-    """``suite table``: print both tables of the records under ``args.results``.
+    """``suite table``: print both tables of the records under ``args.results``, then the confidence
+    intervals and verdicts of ``suite.statistics``.
 
     ``args.target_samplers`` (optional, a comma list) replaces the paper's baselines as the first target.
     """
@@ -618,6 +619,9 @@ def main(args: argparse.Namespace) -> int:
     targets = parse_targets(getattr(args, "target_samplers", None))
     print(render(comparison_table(df, budget, load_published(args.results)), fmt, COMPARISON_CAPTION))
     print(render(time_to_target_table(df, budget, targets), fmt, target_caption(targets), NO_TARGET))
+    from suite.statistics import STATISTICS_CAPTION, statistics_table
+
+    print(render(statistics_table(df, budget, targets), fmt, STATISTICS_CAPTION))
     return 0
 
 
