@@ -3,6 +3,7 @@
 Each subcommand is a small function; heavy imports happen inside them so ``suite --help`` is instant.
 ``suite run`` handles SIGTERM, SIGUSR2 and SIGINT from its start (``suite.stopping``): the launch stops
 cleanly and exits with status 130.
+``suite plan-seeds`` (``suite.statistics``) says how many seeds a difference to the target needs.
 """
 
 from __future__ import annotations
@@ -171,7 +172,21 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--budget", default=None)
     table.add_argument("--format", choices=["md", "latex", "csv"], default="md")
     table.add_argument("--target-samplers", default=None, help=TARGET_HELP)
-    table.set_defaults(func=_lazy("suite.table", "main"))
+    table.set_defaults(func=_lazy("suite.table_command", "main"))
+
+    plan = sub.add_parser(
+        "plan-seeds", help="seeds a difference to the target needs, from the measured paired spread"
+    )
+    plan.add_argument("--results", default="results")
+    plan.add_argument(
+        "--difference",
+        type=float,
+        default=None,
+        help="difference to detect, in the metric's units (default: each sampler's measured one)",
+    )
+    plan.add_argument("--power", type=float, default=0.8, help="power of the paired t test (default 0.8)")
+    plan.add_argument("--target-samplers", default=None, help=TARGET_HELP)
+    plan.set_defaults(func=_lazy("suite.statistics", "plan_main"))
 
     plot = sub.add_parser("plot", help="write the figures from the records")
     plot.add_argument("--results", default="results")

@@ -18,7 +18,8 @@ for small σ. InfoNoise's learned profile ρ̂ (from its online loss estimate m�
 
 ``main`` writes, per comparison folder, PNG and PDF files under ``<results>/figures/``:
 ``*_alignment`` (φ against the profiles, and the MMSE estimates), ``*_quality-<metric>`` (quality versus
-processed examples, mean ± std band over seeds, with the time-to-target crossings), ``*_infonoise-profile``
+processed examples, seed mean with the 95% t interval of the mean as its band, with the time-to-target
+crossings), ``*_infonoise-profile``
 (ρ̂ over training as a σ × kimg heat map, beside the CDF-change diagnostic of the adaptive samplers),
 and ``*_pmean-sweep`` (EDM P_mean sweeps: allocation position against time to target).
 
@@ -59,6 +60,7 @@ from suite.figures import (
 from suite.profile import PosthocProfile, ProfileFn, saved_profile
 from suite.results import by_comparison, find_runs
 from suite.sampler import build_sampler
+from suite.statistics import t_band
 from suite.table import (
     base_name,
     final_rows,
@@ -348,7 +350,8 @@ def figure_target(rows: pd.DataFrame) -> tuple[pd.DataFrame, str]:
 
 
 def plot_quality(rows: pd.DataFrame, title: str, base: Path) -> list[Path]:
-    """Quality versus processed examples: mean over seeds with a ±1 std band, per sampler.
+    """Quality versus processed examples: mean over seeds with the 95% confidence interval of that mean as
+    its band (``suite.statistics.t_interval``; no band with one seed), per sampler.
 
     The horizontal line is the time-to-target target (the best final quality of the paper's fixed baselines,
     else of every fixed sampler; ``figure_target``) and the markers on it are where each seed-mean curve
@@ -357,7 +360,7 @@ def plot_quality(rows: pd.DataFrame, title: str, base: Path) -> list[Path]:
     first = rows.iloc[0]
     styles = style_map(rows["sampler"].unique().tolist())
     fig, ax = _figure(figsize=(9, 5.6))
-    sns.lineplot(data=rows, x="kimg", y="value", errorbar="sd", ax=ax, **_seaborn_styles(styles))
+    sns.lineplot(data=rows, x="kimg", y="value", errorbar=t_band, ax=ax, **_seaborn_styles(styles))
     target, which = figure_target(rows)
     if not target.empty:
         ax.axhline(
@@ -393,7 +396,9 @@ def plot_quality(rows: pd.DataFrame, title: str, base: Path) -> list[Path]:
     ax.set_ylabel(_quality_label(first))
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(title="sampler (mean ± std over seeds)", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    ax.legend(
+        title="sampler (seed mean, band: its 95% CI)", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1)
+    )
     fig.tight_layout()
     return _save(fig, base)
 

@@ -14,6 +14,8 @@ line of their own under the run, labelled with that protocol, and the ``suite ev
 follows the ``suite run`` commands (``--kimg`` and ``--metric`` when it re-scored one point or one metric).
 A done run whose records stop short (``suite.results``) is flagged "records incomplete" in the tables'
 cells, in a list below the tables, and in its status in the records section, with the reason.
+After the two tables comes the table of ``suite.statistics``: every final quality, paired difference and
+time-to-target ratio with its 95% confidence interval over seeds, and a verdict per sampler.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import pandas as pd
 
 from suite.plots import ProfileFn, Run, discover_runs, figure_stem, write_figures
 from suite.records import now, write_atomic
+from suite.statistics import STATISTICS_CAPTION, statistics_table
 from suite.table import (
     COMPARISON_CAPTION,
     NO_TARGET,
@@ -222,6 +225,9 @@ def write_report(
         render(comparison_table(records, budget, published), "md", COMPARISON_CAPTION),
         "",
         render(time_to_target_table(records, budget, targets), "md", target_caption(targets), NO_TARGET),
+        "",
+        render(statistics_table(records, budget, targets), "md", STATISTICS_CAPTION),
+        "",
         incomplete_note(records),
         "## Figures",
         "",

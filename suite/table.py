@@ -58,10 +58,8 @@ The paper reports about 1.4× for InfoNoise on CIFAR-10 and up to 3× under moda
 
 from __future__ import annotations
 
-import argparse
 import math
 import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -732,25 +730,6 @@ def incomplete_note(df: pd.DataFrame, fmt: str = "md") -> str:
     ]
     prefix = {"csv": "# ", "latex": "% "}.get(fmt, "")
     return "".join(f"{prefix}{line}\n" for line in lines)
-
-
-def main(args: argparse.Namespace) -> int:
-    """``suite table``: print both tables of the records under ``args.results``.
-
-    ``args.target_samplers`` (optional, a comma list) replaces the paper's baselines as the first target.
-    """
-    df = load_records(args.results)
-    fmt = getattr(args, "format", "md")
-    if df.empty:
-        print(f"no records under {args.results}", file=sys.stderr)
-        print(incomplete_note(df, fmt), end="", file=sys.stderr)
-        return 1
-    budget = getattr(args, "budget", None)
-    targets = parse_targets(getattr(args, "target_samplers", None))
-    print(render(comparison_table(df, budget, load_published(args.results)), fmt, COMPARISON_CAPTION))
-    print(render(time_to_target_table(df, budget, targets), fmt, target_caption(targets), NO_TARGET))
-    print(incomplete_note(df, fmt), end="")
-    return 0
 
 
 def parse_targets(spec: str | Sequence[str] | None) -> tuple[str, ...]:
