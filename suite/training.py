@@ -39,8 +39,8 @@ import torch.distributed as dist
 from omegaconf import DictConfig
 from torch import Tensor, nn
 
+from suite.assembly import build_task
 from suite.checkpoint import fault_point
-from suite.config import sampler_label
 from suite.distributed import DistContext, barrier, init_distributed
 from suite.evaluation import Evaluator, save_snapshot
 from suite.lease import Lease, LeaseLost, RunBusy, clean_temporary_files, read_holder
@@ -54,30 +54,31 @@ from suite.schedule import (
     step_generator,
     step_seed,
 )
+from suite.spec import RunSpec, run_spec
 from suite.state import TrainingState
 from suite.stopping import Interrupted, interrupted, requested, stop_requests
-from suite.task import TASKS, Task, TaskData
+from suite.task import Task, TaskData
 
 
 class Trainer:
     """One run's task, data, training state and evaluator; ``run()`` trains, evaluates and records."""
 
-    def __init__(self, cfg: DictConfig, run_dir: Path, ctx: DistContext | None = None) -> None:
-        self.cfg = cfg
-        self.budget = cfg.budget
-        self.ctx = ctx or init_distributed(cfg.device)
+    def __init__(self, spec: RunSpec, run_dir: Path, ctx: DistContext | None = None) -> None:
+        self.spec = spec
+        self.budget = spec.budget
+        self.ctx = ctx or init_distributed(spec.device)
         self.dir = RunDirectory(run_dir)
-        self.task: Task = TASKS.get(cfg.task.name)(cfg.task)
+        self.task: Task = build_task(spec)
         self.data: TaskData = self.task.load()
         fault_point("data", 0)
-        self.state = TrainingState(cfg, self.task, self.ctx)
+        self.state = TrainingState(spec, self.task, self.ctx)
         self.objective = self.task.objective(self.state.weight)
-        self.evaluator = Evaluator(cfg, self.task, self.data, self.ctx.device) if self.ctx.is_main else None
-        self.batch = int(self.budget.batch)
+        self.evaluator = Evaluator(spec, self.task, self.data, self.ctx.device) if self.ctx.is_main else None
+        self.batch = self.budget.batch
         if self.batch % self.ctx.world_size:
             raise ValueError(f"budget.batch={self.batch} is not divisible by the {self.ctx.world_size} ranks")
-        self.total_nimg = int(round(float(self.budget.kimg) * 1000))
-        self.eval_at = evaluation_points(self.total_nimg, self.batch, int(self.budget.eval_points))
+        self.total_nimg = self.budget.total_nimg
+        self.eval_at = evaluation_points(self.total_nimg, self.batch, self.budget.eval_points)
         self._rebuilds_logged = 0
         self._loss_sum = torch.zeros((), device=self.ctx.device)
 
@@ -88,22 +89,21 @@ class Trainer:
     # -- one step ------------------------------------------------------------------------------------
     def train_step(self) -> Tensor:
         """One optimiser step on the global batch starting at ``nimg``; returns this rank's loss sum."""
-        ctx, cfg, state = self.ctx, self.cfg, self.state
-        seed, nimg = int(cfg.seed), state.nimg
+        ctx, spec, state = self.ctx, self.spec, self.state
+        seed, nimg = spec.seed, state.nimg
         gen = step_generator(seed, nimg, ctx.device)
         torch.manual_seed(step_seed(seed, nimg) + ctx.rank)  # the network's dropout masks
         per_rank = self.batch // ctx.world_size
         mine = slice(ctx.rank * per_rank, (ctx.rank + 1) * per_rank)
         index = batch_indices(seed, len(self.data.train), nimg, self.batch)[mine]
         batch = self.data.train.batch(index, ctx.device)
-        sigma = state.sampler.sample(self.batch, gen, stratified=bool(self.budget.stratified))
+        sigma = state.sampler.sample(self.batch, gen, stratified=self.budget.stratified)
         noise = torch.randn((self.batch, *self.task.sample_shape), generator=gen, device=ctx.device)[mine]
         sigma = sigma[mine]
         cond = batch.cond
-        if cond and float(cfg.task.cond_dropout) > 0:
-            keep = torch.rand(self.batch, generator=gen, device=ctx.device)[mine] >= float(
-                cfg.task.cond_dropout
-            )
+        dropout = spec.diffusion.cond_dropout
+        if cond and dropout > 0:
+            keep = torch.rand(self.batch, generator=gen, device=ctx.device)[mine] >= dropout
             cond = self.task.drop_condition(cond, keep)
         x0, cond = self.task.augment(batch.x0, cond, gen, rows=mine, total=self.batch)
         if state.channels_last and x0.ndim == 4:
@@ -122,16 +122,14 @@ class Trainer:
         for p in state.model.parameters():
             if p.grad is not None:
                 torch.nan_to_num_(p.grad, nan=0, posinf=0, neginf=0)
-        if float(self.budget.grad_clip) > 0:
-            nn.utils.clip_grad_norm_(state.model.parameters(), float(self.budget.grad_clip))
+        if self.budget.grad_clip > 0:
+            nn.utils.clip_grad_norm_(state.model.parameters(), self.budget.grad_clip)
         for group in state.optimizer.param_groups:
-            group["lr"] = learning_rate(float(self.budget.lr), nimg, float(self.budget.lr_rampup_kimg))
+            group["lr"] = learning_rate(self.budget.lr, nimg, self.budget.lr_rampup_kimg)
         state.optimizer.step()
         state.sampler.observe(sigma, observed)
         state.nimg += self.batch
-        beta = ema_beta(
-            self.batch, state.nimg, float(self.budget.ema_halflife_kimg), self.budget.ema_rampup_ratio
-        )
+        beta = ema_beta(self.batch, state.nimg, self.budget.ema_halflife_kimg, self.budget.ema_rampup_ratio)
         with torch.no_grad():
             torch._foreach_lerp_(list(state.ema.parameters()), list(state.model.parameters()), 1 - beta)
         return weighted.detach().sum()
@@ -236,7 +234,7 @@ class Trainer:
                 claim_data_identity(self.dir.path.parent.parent, self.data)
             resumed = self.resume()
             if ctx.is_main:
-                run_started(self.dir, self.cfg, self.state, self.data, ctx, resumed, self.total_nimg)
+                run_started(self.dir, self.spec, self.state, self.data, ctx, resumed)
                 self.log_sampler(initial=not resumed)
             if resumed and self.evaluation_pending():
                 self.evaluate()
@@ -252,8 +250,7 @@ class Trainer:
 
     def _loop(self) -> None:
         ctx, budget, state = self.ctx, self.budget, self.state
-        tick_nimg = int(float(budget.tick_kimg) * 1000)
-        ckpt_nimg = int(float(budget.checkpoint_kimg) * 1000)
+        tick_nimg, ckpt_nimg = budget.tick_nimg, budget.checkpoint_nimg
         tick_start = time.perf_counter()
         while self.nimg < self.total_nimg:
             step_start = time.perf_counter()
@@ -304,7 +301,7 @@ class Trainer:
             }
             append_jsonl(self.dir.stats, [row])
             print(
-                f"[{self.cfg.task.name}/{sampler_label(self.cfg)}/seed{self.cfg.seed}] "
+                f"[{self.spec.task}/{self.spec.sampler.label}/seed{self.spec.seed}] "
                 f"kimg {self.nimg / 1000:.1f}/{self.total_nimg / 1000:.1f}  loss {row['loss']:.4f}  "
                 f"sec/kimg {sec_per_kimg:.2f}  ETA {time.strftime('%H:%M:%S', time.gmtime(remaining))}",
                 flush=True,
@@ -338,7 +335,8 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any]:
     """Train, evaluate and record one run into ``run_dir`` under its lease, resuming from its newest
     checkpoint; raises RunBusy when another live process trains it."""
     run_dir = Path(run_dir)
-    ctx = init_distributed(cfg.device)
+    spec = run_spec(cfg)
+    ctx = init_distributed(spec.device)
     lease = take_lease(run_dir, ctx)
     try:
         folder = RunDirectory(run_dir)
@@ -348,7 +346,7 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any]:
         if ctx.is_main:
             for path in clean_temporary_files(run_dir):
                 print(f"removed {path}, left by a writer that did not finish", flush=True)
-        return Trainer(cfg, run_dir, ctx).run()
+        return Trainer(spec, run_dir, ctx).run()
     except (Interrupted, LeaseLost):
         raise
     except BaseException as err:

@@ -88,10 +88,11 @@ def test_bad_command_lines_name_the_valid_choices(argv, message, capsys):
 
 def test_bad_sampler_parameter_is_named(tmp_path):
     cfg = compose_run("bfashion", "edm", "smoke", ["sampler.p_std=-1"])
+    from suite.spec import run_spec
     from suite.training import Trainer
 
     with pytest.raises(ValueError, match="p_std must be positive"):
-        Trainer(cfg, tmp_path)
+        Trainer(run_spec(cfg), tmp_path)
 
 
 def test_missing_fashion_data_says_what_to_do(tmp_path, monkeypatch):

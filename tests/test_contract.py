@@ -13,6 +13,7 @@ import torch
 
 from suite.config import compose_run
 from suite.records import EVALUATION_COLUMNS
+from suite.spec import run_spec
 from suite.task import TASKS
 from suite.training import Trainer
 
@@ -34,7 +35,7 @@ def build(task: str, budget: str, tmp_path, extra: list[str] = ()) -> Trainer:
     overrides = TASKS.get(task).example_data(tmp_path / "data", 8)
     task_overrides = [f"task.{key}={value}" for key, value in overrides.items()]
     cfg = compose_run(task, "edm", budget, [*task_overrides, *SMALL, *extra])
-    return Trainer(cfg, tmp_path / "run")
+    return Trainer(run_spec(cfg), tmp_path / "run")
 
 
 @pytest.mark.parametrize("budget", BUDGETS)
