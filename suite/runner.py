@@ -23,6 +23,7 @@ uses (``suite.assembly``), without loading data, and reports every invalid value
 
 from __future__ import annotations
 
+import functools
 import json
 import traceback
 from dataclasses import dataclass
@@ -34,18 +35,16 @@ from omegaconf import DictConfig, OmegaConf
 from suite.assembly import build_loss_weight, build_model, build_noise_sampler, build_task
 from suite.config import (
     comparison_config,
-    comparison_hash,
     compose_run,
     config_hash,
     expand_sweeps,
     group_options,
-    sampler_label,
     to_dict,
 )
 from suite.lease import LeaseLost, RunBusy
 from suite.records import RunDirectory, read_json, write_json
 from suite.sampler import SAMPLERS
-from suite.spec import RunSpec, read_spec, run_spec
+from suite.spec import RunSpec, SpecError, read_spec
 from suite.stopping import EXIT_INTERRUPTED, Interrupted, check
 from suite.task import TASKS
 from suite.training import train
@@ -60,9 +59,13 @@ class PlannedRun:
     cfg: DictConfig
     run_dir: Path
 
+    @functools.cached_property
+    def _read(self) -> tuple[RunSpec, list[str]]:
+        return read_spec(self.cfg)
+
     @property
     def label(self) -> str:
-        return f"{self.cfg.task.name}/{self.cfg.budget.name}/{sampler_label(self.cfg)}/seed{self.cfg.seed}"
+        return self._read[0].label
 
     @property
     def status(self) -> str:
@@ -70,7 +73,11 @@ class PlannedRun:
 
     @property
     def spec(self) -> RunSpec:
-        return run_spec(self.cfg)
+        """The run's spec; raises SpecError naming its invalid values."""
+        spec, problems = self._read
+        if problems:
+            raise SpecError(problems)
+        return spec
 
 
 def resolve_samplers(spec: str) -> list[str]:
@@ -93,9 +100,9 @@ def resolve_task(name: str) -> str:
     return name
 
 
-def comparison_dir(results: str | Path, cfg: DictConfig) -> Path:
-    """Folder shared by every run of the comparison ``cfg`` belongs to."""
-    return Path(results) / "runs" / f"{cfg.task.name}-{cfg.budget.name}-{comparison_hash(cfg)}"
+def comparison_dir(results: str | Path, spec: RunSpec) -> Path:
+    """Folder shared by every run of the comparison ``spec`` belongs to."""
+    return Path(results) / "runs" / f"{spec.task}-{spec.budget.name}-{spec.comparison_hash}"
 
 
 def plan_runs(
@@ -116,7 +123,8 @@ def plan_runs(
         for sampler in resolve_samplers(samplers):
             for seed in range(first_seed, first_seed + seeds):
                 cfg = compose_run(task, sampler, budget, [*sweep, f"seed={seed}", f"results={results}"])
-                run_dir = comparison_dir(results, cfg) / sampler_label(cfg) / f"seed{seed}"
+                spec = read_spec(cfg)[0]
+                run_dir = comparison_dir(results, spec) / spec.sampler.label / f"seed{seed}"
                 runs.append(PlannedRun(cfg, run_dir))
     check_comparisons(runs)
     return runs
@@ -153,7 +161,7 @@ def run_problems(cfg: DictConfig, networks: set[str] | None = None) -> list[str]
         build_noise_sampler(spec, build_loss_weight(spec))
     except (ValueError, TypeError, KeyError) as err:
         problems.append(f"sampler {spec.sampler.name}: {err}")
-    key = json.dumps([to_dict(cfg)["task"], spec.budget.size], sort_keys=True, default=str)
+    key = json.dumps([to_dict(spec.task_cfg), spec.budget.size], sort_keys=True, default=str)
     if networks is None or key not in networks:
         try:
             build_model(spec, build_task(spec), "meta")

@@ -268,10 +268,10 @@ def _record_submission(run: PlannedRun, job: Any, profile: Profile, resources: R
             "array_job_id": array_id,
             "array_index": int(index) if index else None,
             "submitted": now(),
-            "task": run.cfg.task.name,
-            "budget": run.cfg.budget.name,
+            "task": run.spec.task,
+            "budget": run.spec.budget.name,
             "sampler": run.run_dir.parent.name,
-            "seed": int(run.cfg.seed),
+            "seed": run.spec.seed,
             "stdout": str(job.paths.stdout),
             "stderr": str(job.paths.stderr),
             "profile": profile.name,
@@ -295,7 +295,7 @@ def submit(runs: Sequence[PlannedRun], args: argparse.Namespace) -> int:
         return 0
     groups: dict[tuple[str, Resources], list[PlannedRun]] = {}
     for run in todo:
-        task = run.cfg.task.name
+        task = run.spec.task
         resources = profile.resources(task, TASKS.get(task).modality, overrides)
         groups.setdefault((task, resources), []).append(run)
     limit = max_array_size()
