@@ -23,13 +23,13 @@ from suite.table import (
     final_rows,
     first_crossing,
     load_records,
-    main,
     parse_targets,
     render,
     target_caption,
     time_to_target,
     time_to_target_table,
 )
+from suite.table_command import main
 
 
 def write_run(
