@@ -32,6 +32,7 @@ steps), one value per run and evaluation point, so the std band spans seeds and 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 from dataclasses import dataclass, field
@@ -43,7 +44,10 @@ import pandas as pd
 import seaborn as sns
 import torch
 from matplotlib.figure import Figure
+from omegaconf import OmegaConf
 
+from suite.assembly import build_loss_weight, build_noise_sampler
+from suite.config import to_dict
 from suite.figures import (
     DENSITY_LABEL,
     SIGMA_LABEL,
@@ -60,6 +64,7 @@ from suite.figures import (
 from suite.profile import PosthocProfile, ProfileFn, saved_profile
 from suite.results import by_comparison, find_runs
 from suite.sampler import build_sampler
+from suite.spec import RunSpec, run_spec
 from suite.statistics import t_band
 from suite.table import (
     base_name,
@@ -140,10 +145,14 @@ class Run:
         """Training seed."""
         return int(self.info.get("seed", 0))
 
-    def weight(self) -> LossWeight:
-        """The task's loss weight w(σ) from the run's config (EDM weight with σ_data by default)."""
-        task = self.cfg.get("task", {})
-        return build_weight(str(task.get("loss_weight", "edm")), float(task.get("sigma_data", 0.5)))
+    @functools.cached_property
+    def spec(self) -> RunSpec | None:
+        """The run's spec, read from its config.yaml (None for a run folder without one)."""
+        return run_spec(OmegaConf.create(self.cfg)) if self.cfg else None
+
+    def weight(self) -> LossWeight | None:
+        """The task's loss weight w(σ) (None without a config)."""
+        return None if self.spec is None else build_loss_weight(self.spec)
 
     @property
     def adapted(self) -> bool:
@@ -152,12 +161,11 @@ class Run:
 
     def _initial_density(self) -> tuple[np.ndarray, np.ndarray] | None:
         """(u, π) of the run's sampler as configured, before any adaptation (None without a config)."""
-        task, params = self.cfg.get("task"), dict(self.cfg.get("sampler") or {})
-        if not task or "name" not in params:
+        if self.spec is None:
             return None
-        lo, hi = float(task["sigma_min"]), float(task["sigma_max"])
+        lo, hi = self.spec.diffusion.sigma_min, self.spec.diffusion.sigma_max
         try:
-            sampler = build_sampler(params.pop("name"), lo, hi, self.weight(), **params)
+            sampler = build_noise_sampler(self.spec, self.weight())
         except (ValueError, KeyError):  # a sampler renamed or re-parametrised since the run
             return None
         u = np.linspace(math.log(lo), math.log(hi), 129)
@@ -170,6 +178,9 @@ class Run:
         warm-up) logs no row, and its density is the configured one (the warm-up prior). With KG's
         importance correction the loss is reweighted by π_ref/π, so φ = π_ref·w.
         """
+        weight = self.weight()
+        if weight is None:
+            return None
         rows = [r for r in self.sampler_log if "density" in r]
         if rows:
             u = np.asarray(rows[-1]["u"], dtype=float)
@@ -184,7 +195,7 @@ class Run:
             lo, hi = base.pop("sigma_min", math.exp(u[0])), base.pop("sigma_max", math.exp(u[-1]))
             reference = build_sampler(base.pop("name"), lo, hi, None, **base)
             pi = reference.density_on(torch.as_tensor(u, dtype=torch.float64)).numpy()
-        return u, effective_allocation(u, pi, self.weight())
+        return u, effective_allocation(u, pi, weight)
 
     def profiles(self) -> list[dict[str, Any]]:
         """InfoNoise's logged profiles {u, m_hat, rho, pi} with the kimg of their rebuild."""
@@ -303,8 +314,8 @@ def plot_alignment(
         )
     for label, (u, phi) in allocations.items():
         ax.plot(np.exp(u), phi, label=_legend_label(label, runs), lw=1.4, **styles[label].kwargs(len(u)))
-    task = runs[0].cfg.get("task", {})
-    limits = (float(task.get("sigma_min", SIGMA_MIN)), float(task.get("sigma_max", SIGMA_MAX)))
+    spec = runs[0].spec
+    limits = (SIGMA_MIN, SIGMA_MAX) if spec is None else (spec.diffusion.sigma_min, spec.diffusion.sigma_max)
     _sigma_axis(ax, limits)
     ax.set_ylabel(DENSITY_LABEL)
     ax.set_ylim(bottom=0)
@@ -631,7 +642,8 @@ def write_figures(results: str | Path, profile_fn: ProfileFn | None = None) -> l
         if first.info.get("stand_in_data"):
             head += f" · stand-in data: {first.info.get('data', '')}"
         if any(r.final_allocation() is not None for r in runs):
-            profile, reason = _profile_for(first.cfg.get("task", {}), cache, profile_fn)
+            task_cfg = to_dict(first.spec.task_cfg) if first.spec is not None else {}
+            profile, reason = _profile_for(task_cfg, cache, profile_fn)
             written += plot_alignment(runs, profile, head, out / f"{stem}_alignment", reason)
         if (result := plot_infonoise_profile(runs, head, out / f"{stem}_infonoise-profile")) is not None:
             written += result

@@ -11,6 +11,7 @@ import pytest
 import torch
 from test_table import rescore, write_run
 
+from suite.config import compose_run, to_dict
 from suite.plots import (
     allocation_median,
     discover_runs,
@@ -77,18 +78,10 @@ def kg_log() -> list[dict]:
 
 
 def config(sampler: dict) -> dict:
-    return {
-        "task": {
-            "name": "fashion",
-            "loss_weight": "edm",
-            "sigma_data": 0.5,
-            "sigma_min": 0.002,
-            "sigma_max": 80.0,
-        },
-        "sampler": sampler,
-        "budget": {"name": "smoke"},
-        "seed": 0,
-    }
+    """The resolved config of a fashion smoke run of ``sampler`` (its name and parameters)."""
+    params = {k: v for k, v in sampler.items() if k != "name"}
+    overrides = [f"sampler.{k}={v}" for k, v in params.items()]
+    return to_dict(compose_run("fashion", sampler.get("name", "edm"), "smoke", overrides))
 
 
 def tiny_profile(task_cfg: dict, sigma: np.ndarray) -> PosthocProfile:
