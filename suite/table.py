@@ -610,6 +610,11 @@ def main(args: argparse.Namespace) -> int:
     ``args.target_samplers`` (optional, a comma list) replaces the paper's baselines as the first target.
     """
     df = load_records(args.results)
+    if getattr(args, "study", None):
+        from suite.study import restrict_to_study
+
+        budget, fmt = getattr(args, "budget", None), getattr(args, "format", "md")
+        df = restrict_to_study(df, args.study, args.results, budget, fmt)
     if df.empty:
         print(f"no records under {args.results}", file=sys.stderr)
         return 1
