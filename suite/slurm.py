@@ -12,6 +12,9 @@
 * every submitted run gets ``slurm.json`` in its directory (job id, array index, log files, submit time),
   which ``suite status`` reads to ask ``sacct`` about the job.
 
+``suite run --study FILE --dry-run --launcher slurm`` prints the arrays that would be submitted
+(:func:`describe_arrays`) and submits nothing.
+
 Requeue and preemption. Each job runs :func:`run_job`, which calls ``suite.runner.run_one``. A run
 checkpoints by itself on SIGTERM and SIGUSR2 and resumes from its newest checkpoint when it starts again,
 dropping any record written after that checkpoint, so it never writes a record twice; submitit's own

@@ -38,6 +38,7 @@ from typing import Any
 import pandas as pd
 import yaml
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
 
 from suite.config import group_options
 from suite.runner import (
@@ -186,13 +187,24 @@ def load_study(path: str | Path) -> Study:
     )
 
 
+def _sets_a_location(item: str) -> bool:
+    """Whether ``item`` is a plain ``key=value`` (no sweep, + or ~) of a ``STUDY_COMMAND_LINE_KEYS`` key."""
+    try:
+        (parsed,) = OverridesParser.create().parse_overrides([item])
+    except HydraException:
+        return False
+    plain = not (parsed.is_add() or parsed.is_delete() or parsed.is_sweep_override())
+    return plain and parsed.key_or_group in STUDY_COMMAND_LINE_KEYS
+
+
 def check_command_line(study: Study, overrides: list[str]) -> None:
-    """Command-line overrides of a study may only say where things sit (``STUDY_COMMAND_LINE_KEYS``)."""
-    for item, parsed in zip(overrides, OverridesParser.create().parse_overrides(overrides), strict=True):
-        if parsed.key_or_group not in STUDY_COMMAND_LINE_KEYS:
+    """Command-line overrides of a study may only say where things sit (``STUDY_COMMAND_LINE_KEYS``), one
+    plain ``key=value`` each."""
+    for item in overrides:
+        if not _sets_a_location(item):
             raise ValueError(
-                f"with --study, command-line overrides may only set {', '.join(STUDY_COMMAND_LINE_KEYS)}, "
-                f"got {item!r}; put it in the overrides of {study.path}"
+                f"with --study, command-line overrides may only set {', '.join(STUDY_COMMAND_LINE_KEYS)} "
+                f"(key=value, one value each), got {item!r}; put other settings in {study.path}'s overrides"
             )
 
 
