@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -77,13 +77,12 @@ class Study:
         return f"{self.first_seed}-{self.first_seed + self.seeds - 1}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class StudyRow:
-    """One task of a study with its own overrides and its planned runs."""
+    """One task of a study and its planned runs."""
 
     task: str
-    overrides: tuple[str, ...]
-    runs: list[PlannedRun] = field(default_factory=list)
+    runs: list[PlannedRun]
 
 
 def _overrides(path: Path, key: str, value: Any) -> tuple[str, ...]:
@@ -226,7 +225,7 @@ def plan_study(study: Study, results: str | Path, extra: list[str] | None = None
             )
         except ValueError as err:
             raise ValueError(f"{study.path}: task {task}: {err}") from None
-        rows.append(StudyRow(task, own, runs))
+        rows.append(StudyRow(task, runs))
     return rows
 
 
