@@ -17,7 +17,16 @@ from collections.abc import Callable
 def _run(args: argparse.Namespace) -> int:
     from suite.runner import check_runs, describe, plan_runs, run_local
 
-    runs = plan_runs(args.task, args.sampler, args.budget, args.seeds, args.results, args.overrides)
+    if args.study:
+        from suite.study import run_study
+
+        return run_study(args)
+    if args.task is None:
+        raise ValueError("suite run needs --task TASK (suite list names them) or --study FILE")
+    seeds = 1 if args.seeds is None else args.seeds
+    runs = plan_runs(
+        args.task, args.sampler or "all", args.budget or "smoke", seeds, args.results, args.overrides
+    )
     check_runs(runs)  # every sampler, weight, task and network built, every invalid value reported at once
     if args.dry_run:
         from omegaconf import OmegaConf
@@ -100,10 +109,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="train and evaluate runs (locally or as SLURM job arrays)")
-    run.add_argument("--task", required=True)
-    run.add_argument("--sampler", default="all", help="a sampler name, a comma list, or all")
-    run.add_argument("--budget", default="smoke")
-    run.add_argument("--seeds", type=int, default=1, help="number of training seeds (0..N-1)")
+    run.add_argument("--task", default=None, help="a task (required unless --study)")
+    run.add_argument("--sampler", default=None, help="a sampler name, a comma list, or all (default)")
+    run.add_argument("--budget", default=None, help="a budget (default smoke)")
+    run.add_argument("--seeds", type=int, default=None, help="number of training seeds (0..N-1; default 1)")
+    run.add_argument(
+        "--study", default=None, help="a study file (studies/*.yaml): its grid instead of --task etc."
+    )
     run.add_argument("--results", default="results")
     run.add_argument("--dry-run", action="store_true", help="check every planned run and print them")
     run.add_argument("--launcher", choices=["local", "slurm"], default="local")
@@ -172,6 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--budget", default=None)
     table.add_argument("--format", choices=["md", "latex", "csv"], default="md")
     table.add_argument("--target-samplers", default=None, help=TARGET_HELP)
+    table.add_argument(
+        "--study", default=None, help="a study file: only its grid's runs, missing ones listed"
+    )
     table.set_defaults(func=_lazy("suite.table_command", "main"))
 
     plan = sub.add_parser(

@@ -12,6 +12,9 @@
 * every submitted run gets ``slurm.json`` in its directory (job id, array index, log files, submit time),
   which ``suite status`` reads to ask ``sacct`` about the job.
 
+``suite run --study FILE --dry-run --launcher slurm`` prints the arrays that would be submitted
+(:func:`describe_arrays`) and submits nothing.
+
 Requeue and preemption. Each job runs :func:`run_job`, which calls ``suite.runner.run_one``. A run
 checkpoints by itself on SIGTERM, SIGUSR2 and SIGINT (``suite.stopping``, handled from the job's start) and
 resumes from its newest checkpoint when it starts again,
@@ -280,12 +283,48 @@ def _record_submission(run: PlannedRun, job: Any, profile: Profile, resources: R
     )
 
 
+def array_groups(
+    runs: Sequence[PlannedRun], profile: Profile, overrides: Mapping[str, Any]
+) -> dict[tuple[str, Resources], list[PlannedRun]]:
+    """``runs`` grouped by (task, resources), in the order they come: one job array per group, split at the
+    cluster's MaxArraySize."""
+    from suite.task import TASKS
+
+    groups: dict[tuple[str, Resources], list[PlannedRun]] = {}
+    for run in runs:
+        task = run.spec.task
+        resources = profile.resources(task, TASKS.get(task).modality, overrides)
+        groups.setdefault((task, resources), []).append(run)
+    return groups
+
+
+def describe_arrays(runs: Sequence[PlannedRun], args: argparse.Namespace) -> str:
+    """The job arrays ``submit`` would queue for the runs that are not done (``--dry-run``); whether a run
+    is queued already is looked up only when submitting."""
+    profile = load_profile(args.profile or DEFAULT_PROFILE)
+    todo = [run for run in runs if run.status != "done"]
+    limit = max_array_size()
+    arrays = [
+        (task, resources, part)
+        for (task, resources), members in array_groups(todo, profile, flag_overrides(args)).items()
+        for part in chunked(members, limit)
+    ]
+    lines = [
+        f"SLURM job arrays (profile {profile.name}, MaxArraySize {limit}): {len(arrays)} array(s) of "
+        f"{len(todo)} run(s); {len(runs) - len(todo)} run(s) done already"
+    ]
+    for task, resources, part in arrays:
+        lines.append(
+            f"  {len(part)} run(s) of {task} ({resources.describe()}): {part[0].label} … {part[-1].label}"
+        )
+    return "\n".join(lines)
+
+
 def submit(runs: Sequence[PlannedRun], args: argparse.Namespace) -> int:
     """Submit the unfinished ``runs`` as job arrays and return at once, printing the job ids."""
     import submitit
 
     from suite.config import to_dict
-    from suite.task import TASKS
 
     profile = load_profile(args.profile or DEFAULT_PROFILE)
     overrides = flag_overrides(args)
@@ -293,11 +332,7 @@ def submit(runs: Sequence[PlannedRun], args: argparse.Namespace) -> int:
     if not todo:
         print(f"nothing to submit: all {len(runs)} run(s) are done or queued")
         return 0
-    groups: dict[tuple[str, Resources], list[PlannedRun]] = {}
-    for run in todo:
-        task = run.spec.task
-        resources = profile.resources(task, TASKS.get(task).modality, overrides)
-        groups.setdefault((task, resources), []).append(run)
+    groups = array_groups(todo, profile, overrides)
     limit = max_array_size()
     folder = Path(args.results).resolve() / "slurm" / "%j"
     submitted = 0

@@ -30,6 +30,10 @@ def main(args: argparse.Namespace) -> int:
     """
     df = load_records(args.results)
     fmt = getattr(args, "format", "md")
+    if getattr(args, "study", None):
+        from suite.study import restrict_to_study
+
+        df = restrict_to_study(df, args.study, args.results, getattr(args, "budget", None), fmt)
     if df.empty:
         print(f"no records under {args.results}", file=sys.stderr)
         print(incomplete_note(df, fmt), end="", file=sys.stderr)
