@@ -114,13 +114,18 @@ class TaskData:
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """How a quality number is named, read and labelled: ``paper`` is true only for the paper's metric with
-    its real featuriser or weights; any other number is a labelled substitute."""
+    """How a quality number is named, read and labelled.
+
+    ``published`` names the published table whose values this number joins (the metric with its real
+    featuriser or weights, e.g. FID with Inception-v3), ``substitutes`` the metric this number stands in
+    for (e.g. a Fréchet distance in other features for FID); a task's own metric has neither.
+    """
 
     name: str
     higher_is_better: bool
-    paper: bool
     label: str
+    published: str | None = None
+    substitutes: str | None = None
 
 
 def content_fingerprint(*parts: np.ndarray | Tensor | bytes | str) -> str:

@@ -209,7 +209,7 @@ def test_a_missing_featuriser_is_an_error_before_training_unless_a_stand_in_is_a
         strict.metrics(torch.device("cpu"), tmp_path)
     relaxed = OpenWebText({"metrics": metrics, "standin_metrics": standin, "allow_standin": True})
     [metric] = relaxed.metrics(torch.device("cpu"), tmp_path)
-    assert metric.spec.name == "mauve-minilm" and not metric.spec.paper
+    assert metric.spec.name == "mauve-minilm" and metric.spec.substitutes == "mauve"
 
 
 def test_the_released_openwebtext_archives_convert_to_the_folder_the_task_reads(tmp_path) -> None:

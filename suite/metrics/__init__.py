@@ -3,7 +3,9 @@
 A metric is one module of ``suite/metrics/`` (or of a third-party package, through the entry-point group
 ``infonoise_suite.metrics``) that decorates a ``Metric`` subclass with ``@METRICS.register("name")``; a
 task lists the metrics it is scored by in its config (``metrics: {name: {options}}``). Each metric says
-whether its number is the paper's metric or a labelled substitute (``suite.task.MetricSpec``).
+which published table its number joins, if any (``INFONOISE_TABLE`` for the paper's metrics with their real
+featurisers), and which metric it stands in for, if any (``suite.task.MetricSpec``); a task's own metric
+does neither.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import torch
 
 from suite.registry import Registry
 from suite.task import MetricSpec
+
+INFONOISE_TABLE = "InfoNoise (Raya et al., arXiv 2602.18647), results/paper/infonoise_table.csv"
 
 
 @dataclass(frozen=True)

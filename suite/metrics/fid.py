@@ -36,7 +36,7 @@ from torch_fidelity.utils import (
     resolve_feature_layer_for_metric,
 )
 
-from suite.metrics import METRICS, EvalInputs, Metric
+from suite.metrics import INFONOISE_TABLE, METRICS, EvalInputs, Metric
 from suite.metrics.inception import resolve_inception_weights, suite_cache_dir
 from suite.task import MetricSpec
 
@@ -195,7 +195,13 @@ class FIDMetric(Metric):
     def spec(self) -> MetricSpec:
         real = self.distance.feature_extractor == INCEPTION_EXTRACTOR
         label = "FID" if real else f"Fréchet distance ({self.distance.feature_extractor} features)"
-        return MetricSpec(name=self.distance.metric_name, higher_is_better=False, paper=real, label=label)
+        return MetricSpec(
+            name=self.distance.metric_name,
+            higher_is_better=False,
+            label=label,
+            published=INFONOISE_TABLE if real else None,
+            substitutes=None if real else "fid",
+        )
 
     def __call__(self, inputs: EvalInputs) -> dict[str, float]:
         return {"value": self.distance(inputs.generated, inputs.reference)}

@@ -115,7 +115,7 @@ class GCMatchedMSE(Metric):
 
     @property
     def spec(self) -> MetricSpec:
-        return MetricSpec("gc-mse", higher_is_better=False, paper=False, label="GC-fraction MSE (toy)")
+        return MetricSpec("gc-mse", higher_is_better=False, label="GC-fraction MSE (toy)")
 
     def __call__(self, inputs: EvalInputs) -> dict[str, float]:
         if inputs.matched is None:
@@ -130,7 +130,7 @@ class DimerL1(Metric):
 
     @property
     def spec(self) -> MetricSpec:
-        return MetricSpec("dimer-l1", higher_is_better=False, paper=False, label="2-mer L1 (toy)")
+        return MetricSpec("dimer-l1", higher_is_better=False, label="2-mer L1 (toy)")
 
     def __call__(self, inputs: EvalInputs) -> dict[str, float]:
         def spectrum(sequences: list[str]) -> np.ndarray:
