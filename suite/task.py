@@ -154,6 +154,12 @@ class Task(ABC):
     def __init__(self, cfg: Mapping[str, Any]) -> None:
         self.cfg = cfg
 
+    @property
+    def allow_stand_in(self) -> bool:
+        """Whether this run may load a stand-in where the real data are absent: the budget's
+        ``allow_stand_in``, handed to every task as ``task.allow_stand_in`` (``suite/conf/config.yaml``)."""
+        return bool(self.cfg.get("allow_stand_in", False))
+
     # -- data --------------------------------------------------------------------------------------
     @property
     @abstractmethod

@@ -118,8 +118,8 @@ def test_an_explicit_root_without_the_files_is_an_error_naming_it(tmp_path):
 
 
 def test_missing_mnist_says_what_to_do_and_the_subset_is_marked():
-    cfg = compose_run("bmnist", "edm", "smoke", ["task.allow_subset=false"])
-    with pytest.raises(FileNotFoundError, match="task.allow_subset=true"):
+    cfg = compose_run("bmnist", "edm", "smoke", ["budget.allow_stand_in=false"])
+    with pytest.raises(FileNotFoundError, match="budget.allow_stand_in=true"):
         TASKS.get("bmnist")(cfg.task).load()
     data = TASKS.get("bmnist")(compose_run("bmnist", "edm", "smoke").task).load()
     x = data.train.batch(torch.arange(len(data.train)), torch.device("cpu")).x0
