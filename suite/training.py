@@ -47,7 +47,7 @@ from suite.schedule import (
     step_seed,
 )
 from suite.state import TrainingState
-from suite.task import TASKS, Task, TaskData
+from suite.task import TASKS, Task, TaskData, augment_share
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR2)
 
@@ -105,7 +105,7 @@ class Trainer:
                 cfg.task.cond_dropout
             )
             cond = self.task.drop_condition(cond, keep)
-        x0, cond = self.task.augment(batch.x0, cond, gen, rows=mine, total=self.batch)
+        x0, cond = augment_share(self.task, batch.x0, cond, gen, mine, self.batch)
         if state.channels_last and x0.ndim == 4:
             x0 = x0.contiguous(memory_format=torch.channels_last)
             noise = noise.contiguous(memory_format=torch.channels_last)

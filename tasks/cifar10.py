@@ -170,19 +170,11 @@ class EDMImageTask(ImageTask):
             **{**EDM_DDPMPP, **dict(preset)},
         )
 
-    def augment(
-        self,
-        x0: Tensor,
-        cond: Cond,
-        generator: torch.Generator,
-        rows: slice | None = None,
-        total: int | None = None,
-    ) -> tuple[Tensor, Cond]:
-        """EDM's augmentation of the clean batch; the 9 parameters join ``cond`` as ``augment_labels``.
-        ``rows`` of a global batch of ``total`` make a rank draw what a single process draws for them."""
+    def augment(self, x0: Tensor, cond: Cond, generator: torch.Generator) -> tuple[Tensor, Cond]:
+        """EDM's augmentation of the clean batch; the 9 parameters join ``cond`` as ``augment_labels``."""
         if self.augment_p <= 0:
             return x0, cond
-        augmented, labels = AugmentPipe(self.augment_p)(x0, generator, rows=rows, total=total)
+        augmented, labels = AugmentPipe(self.augment_p)(x0, generator)
         return augmented, {**cond, "augment_labels": labels.to(x0.dtype)}
 
 

@@ -65,13 +65,15 @@ class DnaTask(Task):
     """DDSM's promoter windows; see the module docstring."""
 
     modality = "sequence"
+    model_space = "fixed"
 
     @property
     def seq_len(self) -> int:
         return int(self.cfg.get("seq_len", dna.SEQ_LEN))
 
     @property
-    def conditional(self) -> bool:
+    def conditional(self) -> bool:  # type: ignore[override]
+        """Conditioned on the CAGE track unless the config's ``conditional`` is false."""
         return bool(self.cfg.get("conditional", True))
 
     @property

@@ -156,6 +156,7 @@ class OpenWebText(Task):
     """OpenWebText (or the fortunes stand-in) as prefix-conditioned embedding diffusion."""
 
     modality = "text"
+    model_space = "learned"
 
     def __init__(self, cfg: Mapping[str, Any]) -> None:
         super().__init__(cfg)
@@ -177,6 +178,11 @@ class OpenWebText(Task):
         if not 0 <= prefix_len < seq_len:
             raise ValueError(f"need 0 ≤ prefix_len < seq_len, got prefix_len={prefix_len}, seq_len={seq_len}")
         return (seq_len - prefix_len, int(self.preset["embed_dim"]))
+
+    @property
+    def conditional(self) -> bool:  # type: ignore[override]
+        """Conditioned on a prefix exactly when the preset's ``prefix_len`` is positive."""
+        return self.prefix_len > 0
 
     def _corpus(self) -> tuple[Corpus, bool]:
         corpus, root = str(self.cfg.get("corpus", "openwebtext")), self.cfg.get("root")

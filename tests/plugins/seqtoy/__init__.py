@@ -71,6 +71,8 @@ class SequenceToy(Task):
     """Toy one-hot sequences conditioned on a per-position GC-probability track (a test plugin)."""
 
     modality = "sequence"
+    conditional = True
+    model_space = "fixed"
 
     @property
     def sample_shape(self) -> tuple[int, ...]:
