@@ -65,9 +65,7 @@ class Evaluator:
         self.data = data
         self.device = device
         self.metrics: list[Metric] = task.metrics(device, suite_cache_dir())
-        self.conditional = bool(
-            data.reference.batch(torch.zeros(1, dtype=torch.long), torch.device("cpu")).cond
-        )
+        self.conditional = bool(task.conditional)
         self._reference: Any = None
 
     @property

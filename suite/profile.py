@@ -32,8 +32,9 @@ grid:
 The headline profile is the exact one when it exists, else the empirical prior; every curve is printed with
 its peak and band, written as a CSV (one row per σ) and drawn against every registered sampler's effective
 allocation φ = π·w (the task's loss weight, each sampler at its config defaults; adaptive samplers at their
-warm-up prior). A task whose objective encodes its examples into a learned embedding (text) has no fixed
-model-space data distribution, and the command says so instead of computing anything.
+warm-up prior). A task that declares a learned model space (``model_space = "learned"``: its objective
+encodes examples into an embedding the network learns, as text does) has no fixed model-space data
+distribution, and the command says so instead of computing anything.
 """
 
 from __future__ import annotations
@@ -363,25 +364,21 @@ def task_examples(
     split's size N; n = N, or ``max_rows`` random examples (fewer when D is so large that ``MAX_ELEMENTS``
     would be exceeded) when given and smaller.
 
-    Raises ProfileNotApplicable for a task whose objective encodes its examples (a learned embedding).
+    Raises ProfileNotApplicable for a task that declares a learned model space (e.g. token embeddings).
     """
     from omegaconf import OmegaConf
 
-    from suite.objectives import Objective
     from suite.task import TASKS
-    from suite.weighting import build_weight
 
-    task = TASKS.get(str(task_cfg["name"]))(OmegaConf.create(dict(task_cfg)))
-    weight = build_weight(str(task_cfg.get("loss_weight", "edm")), float(task_cfg.get("sigma_data", 0.5)))
-    objective = task.objective(weight)
-    if type(objective).encode is not Objective.encode:
+    task_cls = TASKS.get(str(task_cfg["name"]))
+    if task_cls.model_space == "learned":
         raise ProfileNotApplicable(
-            f"task {task.name!r} trains {type(objective).__name__}, whose encode maps its examples into a "
-            "learned embedding: model space moves with the network, so its data have no fixed distribution "
-            "whose MMSE could be computed post hoc. Its information profile is the one InfoNoise learns "
-            "during a run (the 'profile' rows of sampler.jsonl)."
+            f"task {task_cls.name!r} declares a learned model space: its objective maps examples into an "
+            "embedding that moves with the network, so its data have no fixed distribution whose MMSE could "
+            "be computed post hoc. Its information profile is the one InfoNoise learns during a run (the "
+            "'profile' rows of sampler.jsonl)."
         )
-    data = task.load()
+    data = task_cls(OmegaConf.create(dict(task_cfg))).load()
     n = len(data.train)
     first = data.train.batch(torch.zeros(1, dtype=torch.long), torch.device("cpu")).x0
     cap = max(1, MAX_ELEMENTS // max(1, first[0].numel()))

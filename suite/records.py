@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from suite.task import MetricSpec
+    from suite.metrics import MetricSpec
 
 SCHEMA_VERSION = 2
 RUN_STATUSES = ("pending", "running", "interrupted", "done", "failed")
@@ -91,8 +91,8 @@ def evaluation_row(*, nimg: int, spec: MetricSpec, result: dict[str, float], **f
         "kimg": nimg / 1000,
         "metric": spec.name,
         "metric_label": spec.label,
-        "paper_metric": spec.paper,
-        "substitute_metric": not spec.paper,
+        "paper_metric": spec.published is not None,
+        "substitute_metric": spec.substitutes is not None,
         "higher_is_better": spec.higher_is_better,
         "value": float(result["value"]),
         "extra": extra,

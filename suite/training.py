@@ -57,7 +57,7 @@ from suite.schedule import (
 from suite.spec import RunSpec, run_spec
 from suite.state import TrainingState
 from suite.stopping import Interrupted, interrupted, requested, stop_requests
-from suite.task import Task, TaskData
+from suite.task import Task, TaskData, augment_share
 
 
 class Trainer:
@@ -105,7 +105,7 @@ class Trainer:
         if cond and dropout > 0:
             keep = torch.rand(self.batch, generator=gen, device=ctx.device)[mine] >= dropout
             cond = self.task.drop_condition(cond, keep)
-        x0, cond = self.task.augment(batch.x0, cond, gen, rows=mine, total=self.batch)
+        x0, cond = augment_share(self.task, batch.x0, cond, gen, mine, self.batch)
         if state.channels_last and x0.ndim == 4:
             x0 = x0.contiguous(memory_format=torch.channels_last)
             noise = noise.contiguous(memory_format=torch.channels_last)

@@ -3,8 +3,9 @@ over A, C, G, T as [4, 1024] on the Gaussian path, conditioned on the CAGE signa
 
 Data: ``task.root`` holds the windows prepared by ``suite data dna DEST`` from DDSM's Zenodo archive
 (``infonoise_modalities/dna/data.py`` describes the windows, the chromosome split — test chr8 and chr9,
-validation chr10 — and the files). Without a root and with ``task.allow_stand_in`` (the smoke budget sets it),
-an offline stand-in of real bacterial DNA with a synthetic signal is used and marked as such.
+validation chr10 — and the files). Without a root and with the stand-in permission (``budget.allow_stand_in``;
+the smoke budget sets it), an offline stand-in of real bacterial DNA with a synthetic signal is used and
+marked as such.
 
 Model space: x₀ ∈ {0, 1}^{4×L}, an unknown base (N) as 0.25 in all four channels, as selene encodes it;
 σ_data = ½, the root mean square of a one-hot entry over four bases. Generated samples decode by argmax over
@@ -66,13 +67,15 @@ class DnaTask(Task):
     """DDSM's promoter windows; see the module docstring."""
 
     modality = "sequence"
+    model_space = "fixed"
 
     @property
     def seq_len(self) -> int:
         return int(self.cfg.get("seq_len", dna.SEQ_LEN))
 
     @property
-    def conditional(self) -> bool:
+    def conditional(self) -> bool:  # type: ignore[override]
+        """Conditioned on the CAGE track unless the config's ``conditional`` is false."""
         return bool(self.cfg.get("conditional", True))
 
     @property
@@ -105,9 +108,9 @@ class DnaTask(Task):
                 f"{len(reference)} {split} ({chroms}) windows of {self.seq_len} bp"
             )
             return windows, train, windows, reference, variant, rows < n_tsses, str(root)
-        if not self.cfg.get("allow_stand_in", False):
+        if not self.allow_stand_in:
             raise dna.missing_data_error(
-                "null", "no prepared promoter data configured (and task.allow_stand_in is false)"
+                "null", "no prepared promoter data configured (and budget.allow_stand_in is false)"
             )
         n_train = int(self.cfg.get("stand_in_train", 4096))
         n_reference = int(self.cfg.get("stand_in_reference", 512))

@@ -183,11 +183,11 @@ def test_a_truncated_archive_given_as_root_names_the_file(tmp_path, examples):
 def test_missing_data_says_what_to_do(name, hint, tmp_path, monkeypatch):
     monkeypatch.setenv("SUITE_DATA", str(tmp_path))
     with pytest.raises(FileNotFoundError) as err:
-        make_task(name, {"allow_standin": "false"}).load()
+        make_task(name, {"allow_stand_in": "false"}).load()
     assert (
         hint in str(err.value)
         and "task.root=" in str(err.value)
-        and "task.allow_standin=true" in str(err.value)
+        and "budget.allow_stand_in=true" in str(err.value)
     )
 
 

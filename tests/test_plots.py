@@ -9,6 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from omegaconf import OmegaConf
+from plugins.mog2d import CONF as MOG2D_CONF
+from plugins.mog2d import MixtureOfGaussians
 from test_table import rescore, write_run
 
 from suite.config import compose_run, to_dict
@@ -198,30 +201,18 @@ def test_alignment_without_a_profile(results: Path, tmp_path: Path):
         assert_figure(path)
 
 
-def test_empirical_profile_through_a_task_plugin(monkeypatch):
-    """The default profile loads the training split through the task registry; a tiny task keeps it cheap."""
-    from suite.objectives import GaussianX0Objective
-    from suite.task import TASKS, TaskData, TensorSplit
-
-    class Tiny:
-        name = "tiny"
-
-        def __init__(self, cfg):
-            self.cfg = cfg
-
-        def objective(self, weight):
-            return GaussianX0Objective(weight)
-
-        def load(self):
-            split = TensorSplit(torch.randn(200, 1, 4, 4, generator=torch.Generator().manual_seed(0)))
-            return TaskData(split, split, "tiny", True, "0", "memory")
-
-    monkeypatch.setattr(TASKS, "get", lambda name: Tiny)
-    sigma = np.geomspace(0.01, 100, 12)
-    profile = empirical_profile({"name": "tiny"}, sigma, n_points=32, n_queries=16)
-    assert profile.n_points == 32 and profile.dim == 16
+def test_empirical_profile_through_a_task_plugin(tmp_path: Path):
+    """The default profile loads the training split through the task registry: the mixture plugin's 32 points
+    are memorised at small σ and cost their total variance at large σ."""
+    task_cfg = OmegaConf.to_container(OmegaConf.load(MOG2D_CONF / "task" / "mog2d.yaml"))
+    task_cfg |= MixtureOfGaussians.example_data(tmp_path, 32)
+    points = torch.from_numpy(np.load(tmp_path / "points.npy")).double()
+    sigma = np.geomspace(0.001, 100, 12)
+    profile = empirical_profile(task_cfg, sigma, n_points=32, n_queries=16)
+    assert profile.n_points == 32 and profile.dim == 2
     assert profile.mmse[0] < 1e-6 * profile.mmse[-1]  # memorised at small σ
-    assert profile.mmse[-1] == pytest.approx(16 * 1.0, rel=0.5)  # ≈ total variance at large σ
+    total_variance = points.var(dim=0, unbiased=False).sum().item()
+    assert profile.mmse[-1] == pytest.approx(total_variance, rel=0.05)  # the mean is all σ = 100 leaves
     assert profile.memorisation_sigma == pytest.approx(profile.nn_distance / math.sqrt(2 * math.log(32)))
     assert np.trapezoid(profile.density(), np.log(sigma)) == pytest.approx(1.0)
 

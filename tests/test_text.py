@@ -206,7 +206,7 @@ def test_the_task_reads_its_example_data_and_marks_the_stand_in_tokenizer(tmp_pa
     embedded = task.objective(None).encode(model, batch.x0)
     assert task.decode(embedded, model) == texts
     with pytest.raises(FileNotFoundError, match="suite data owt"):
-        OpenWebText({**cfg, "root": None, "allow_standin": False}).load()
+        OpenWebText({**cfg, "root": None, "allow_stand_in": False}).load()
 
 
 def test_a_missing_featuriser_is_an_error_before_training_unless_a_stand_in_is_allowed(tmp_path) -> None:
@@ -214,12 +214,12 @@ def test_a_missing_featuriser_is_an_error_before_training_unless_a_stand_in_is_a
 
     metrics = {"mauve": {"featurizer": str(tmp_path / "gpt2-large")}}
     standin = {"mauve-minilm": {}}
-    strict = OpenWebText({"metrics": metrics, "standin_metrics": standin, "allow_standin": False})
+    strict = OpenWebText({"metrics": metrics, "standin_metrics": standin, "allow_stand_in": False})
     with pytest.raises(FileNotFoundError, match=r"hf download"):
         strict.metrics(torch.device("cpu"), tmp_path)
-    relaxed = OpenWebText({"metrics": metrics, "standin_metrics": standin, "allow_standin": True})
+    relaxed = OpenWebText({"metrics": metrics, "standin_metrics": standin, "allow_stand_in": True})
     [metric] = relaxed.metrics(torch.device("cpu"), tmp_path)
-    assert metric.spec.name == "mauve-minilm" and not metric.spec.paper
+    assert metric.spec.name == "mauve-minilm" and metric.spec.substitutes == "mauve"
 
 
 class Repeating(io.RawIOBase):

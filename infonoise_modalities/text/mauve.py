@@ -34,9 +34,8 @@ import numpy as np
 import torch
 
 from infonoise_modalities.text.data import MINILM_TOKENIZER, minilm_path
-from suite.metrics import METRICS, EvalInputs, Metric
+from suite.metrics import INFONOISE_TABLE, METRICS, EvalInputs, Metric, MetricSpec
 from suite.stopping import check
-from suite.task import MetricSpec
 
 PAPER_FEATURIZER = "gpt2-large"
 DEFAULT_SEEDS = (25, 26, 27)
@@ -182,11 +181,11 @@ class MauveMetric(Metric):
     @property
     def spec(self) -> MetricSpec:
         if Path(self.featurizer).name == PAPER_FEATURIZER:
-            return MetricSpec("mauve", True, True, "MAUVE (GPT-2 large features)")
+            return MetricSpec("mauve", True, "MAUVE (GPT-2 large features)", published=INFONOISE_TABLE)
         if self.featurizer == MINILM_TOKENIZER:
-            return MetricSpec("mauve-minilm", True, False, "MAUVE (MiniLM features)")
+            return MetricSpec("mauve-minilm", True, "MAUVE (MiniLM features)", substitutes="mauve")
         name = Path(self.featurizer).name
-        return MetricSpec(f"mauve-{name}", True, False, f"MAUVE ({name} features)")
+        return MetricSpec(f"mauve-{name}", True, f"MAUVE ({name} features)", substitutes="mauve")
 
     @property
     def model(self) -> TextModel:
@@ -276,12 +275,9 @@ class GenerativePerplexity(Metric):
     @property
     def spec(self) -> MetricSpec:
         name = Path(self.model_name).name
-        return MetricSpec(
-            "gen-ppl" if name == PAPER_FEATURIZER else f"gen-ppl-{name}",
-            False,
-            False,
-            f"generative perplexity ({name})",
-        )
+        if name == PAPER_FEATURIZER:
+            return MetricSpec("gen-ppl", False, f"generative perplexity ({name})")
+        return MetricSpec(f"gen-ppl-{name}", False, f"generative perplexity ({name})", substitutes="gen-ppl")
 
     def __call__(self, inputs: EvalInputs) -> dict[str, float]:
         if self._model is None:

@@ -53,7 +53,7 @@ from torch_fidelity.utils import (
     resolve_feature_layer_for_metric,
 )
 
-from suite.metrics import METRICS, EvalInputs, Metric
+from suite.metrics import INFONOISE_TABLE, METRICS, EvalInputs, Metric, MetricSpec
 from suite.metrics.inception import (
     inception_weights_archive,
     load_inception_weights,
@@ -61,7 +61,6 @@ from suite.metrics.inception import (
     suite_cache_dir,
 )
 from suite.stopping import check
-from suite.task import MetricSpec
 
 INCEPTION_EXTRACTOR = "inception-v3-compat"
 
@@ -316,7 +315,13 @@ class FIDMetric(Metric):
     def spec(self) -> MetricSpec:
         real = self.distance.feature_extractor == INCEPTION_EXTRACTOR
         label = "FID" if real else f"Fréchet distance ({self.distance.feature_extractor} features)"
-        return MetricSpec(name=self.distance.metric_name, higher_is_better=False, paper=real, label=label)
+        return MetricSpec(
+            name=self.distance.metric_name,
+            higher_is_better=False,
+            label=label,
+            published=INFONOISE_TABLE if real else None,
+            substitutes=None if real else "fid",
+        )
 
     def __call__(self, inputs: EvalInputs) -> dict[str, float]:
         return {"value": self.distance(inputs.generated, inputs.reference)}
