@@ -100,7 +100,8 @@ def test_rescoring_on_infogrid_adds_labelled_rows_and_leaves_every_published_row
     labels = ["(re-scored: InfoGrid rescaled, 8 steps)", "(re-scored: InfoGrid, 4 steps)"]
     for fmt in ("md", "csv"):
         added = inserted_lines(before[fmt], after[fmt])
-        assert [label for line in added for label in labels if label in line] == labels, added
+        found = [label for line in added for label in labels if label in line]
+        assert set(found) == set(labels) and len(found) == len(added), added  # every added row labelled
     added = [line for line in inserted_lines(before["report"], after["report"]) if line]
     assert all("InfoGrid" in line or "infogrid" in line for line in added), added
     assert f"suite eval {infonoise} --grid infogrid --steps 4 --kimg 0.384" in added
