@@ -26,6 +26,7 @@ evaluation takes seconds) abandon it within a bound the test prints, with the ev
 kept, and the re-run evaluates that point again.
 """
 
+import dataclasses
 import fractions
 import json
 import os
@@ -711,3 +712,50 @@ def test_a_holder_stopped_past_the_stale_limit_and_taken_over_writes_nothing_whe
     assert f"stopping: lost the lease of {folder} (lease.json is gone)" in out
     assert f"  lease lost   bfashion/smoke/{SAMPLER}/seed0  lease.json is gone" in out
     assert folder_state(folder) == finished
+
+
+def plant_lease(run_dir: Path, heartbeat: float, **changes) -> None:
+    """A lease record of another process, as its take-over would have left it, heartbeat at ``heartbeat``."""
+    from suite.lease import LEASE_FILE, Holder
+
+    holder = dataclasses.replace(Holder.of_this_process(), **changes)
+    planted = run_dir / "planted"
+    planted.write_bytes(holder.to_bytes())
+    os.utime(planted, (heartbeat, heartbeat))
+    os.replace(planted, run_dir / LEASE_FILE)
+
+
+def test_a_lease_whose_heartbeat_is_years_ahead_is_reported_with_its_skew_and_taken_over(
+    fashion_killed, tmp_path, fashion, fashion_infonoise_reference
+):
+    """A killed run whose lease names another host with a heartbeat in 2100: the re-run reports the skew,
+    watches the heartbeat for one stale limit, takes the lease over and ends as the uninterrupted run."""
+    results = damaged_copy(fashion_killed, tmp_path)
+    plant_lease(run_dir_of(results), heartbeat=4102444800.0, host="node-b", pid=4242, start_ticks=None)
+    rerun = subprocess.run(
+        command(results, fashion), env=cli_env(SUITE_LEASE_TIMEOUT="2"), capture_output=True, text=True
+    )
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "clock skew" in rerun.stdout and "node-b pid 4242" in rerun.stdout, rerun.stdout
+    assert_recovered(results, fashion_infonoise_reference)
+    assert row_counts(results) == ROWS
+
+
+def test_a_lease_of_pid_1_without_a_start_time_is_broken_by_suite_lease_break_and_rerun_matches(
+    fashion_killed, tmp_path, fashion, fashion_infonoise_reference
+):
+    """A lease naming pid 1 of this host and no start time (so its process cannot be judged gone): a launch
+    is refused as busy (exit 3) and writes nothing; ``suite lease break`` removes it; the re-run matches."""
+    results = damaged_copy(fashion_killed, tmp_path)
+    folder = run_dir_of(results)
+    plant_lease(folder, heartbeat=time.time(), pid=1, start_ticks=None)
+    before = sorted((p.name, p.stat().st_size) for p in folder.rglob("*") if p.is_file())
+    busy = run(results, fashion)
+    assert busy.returncode == 3 and "busy" in busy.stdout, busy.stdout + busy.stderr
+    assert sorted((p.name, p.stat().st_size) for p in folder.rglob("*") if p.is_file()) == before
+    broken = subprocess.run(cli_command("lease", "break", str(folder)), env=cli_env(), **CAPTURE)
+    assert broken.returncode == 0 and "pid 1" in broken.stdout, broken.stdout + broken.stderr
+    rerun = run(results, fashion)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert_recovered(results, fashion_infonoise_reference)
+    assert row_counts(results) == ROWS
