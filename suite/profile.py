@@ -53,6 +53,8 @@ from torch import Tensor
 
 from suite.figures import normalise
 from suite.information import PosteriorDiagnostics, empirical_prior_mmse, point_set_mmse
+from suite.spec import RunSpec
+from suite.task import Task
 
 BAND = (0.1, 0.9)
 MAX_ELEMENTS = 50_000_000
@@ -357,28 +359,21 @@ def profile_report(
 
 
 # -- tasks -------------------------------------------------------------------------------------------
-def task_examples(
-    task_cfg: Mapping[str, Any], max_rows: int | None = None, seed: int = 0
-) -> tuple[Tensor, str, int]:
+def task_examples(task: Task, max_rows: int | None = None, seed: int = 0) -> tuple[Tensor, str, int]:
     """Model-space x₀ of a task's training split, flattened ([n, D], CPU), the data variant loaded and the
     split's size N; n = N, or ``max_rows`` random examples (fewer when D is so large that ``MAX_ELEMENTS``
     would be exceeded) when given and smaller.
 
     Raises ProfileNotApplicable for a task that declares a learned model space (e.g. token embeddings).
     """
-    from omegaconf import OmegaConf
-
-    from suite.task import TASKS
-
-    task_cls = TASKS.get(str(task_cfg["name"]))
-    if task_cls.model_space == "learned":
+    if task.model_space == "learned":
         raise ProfileNotApplicable(
-            f"task {task_cls.name!r} declares a learned model space: its objective maps examples into an "
+            f"task {task.name!r} declares a learned model space: its objective maps examples into an "
             "embedding that moves with the network, so its data have no fixed distribution whose MMSE could "
             "be computed post hoc. Its information profile is the one InfoNoise learns during a run (the "
             "'profile' rows of sampler.jsonl)."
         )
-    data = task_cls(OmegaConf.create(dict(task_cfg))).load()
+    data = task.load()
     n = len(data.train)
     first = data.train.batch(torch.zeros(1, dtype=torch.long), torch.device("cpu")).x0
     cap = max(1, MAX_ELEMENTS // max(1, first[0].numel()))
@@ -448,24 +443,23 @@ def saved_profile(folder: Path) -> ProfileFn:
 
 
 def empirical_profile(
-    task_cfg: dict[str, Any], sigma: np.ndarray, n_points: int = 512, n_queries: int = 256, seed: int = 0
+    task: Task, sigma: np.ndarray, n_points: int = 512, n_queries: int = 256, seed: int = 0
 ) -> PosthocProfile:
-    """Post hoc profile of a task's training data: ``empirical_prior_mmse`` of ``n_points`` random examples
-    (the default ``ProfileFn`` of the figures)."""
-    x, _, _ = task_examples(task_cfg, max_rows=n_points, seed=seed)
+    """Post hoc profile of a task's training data: ``empirical_prior_mmse`` of ``n_points`` examples."""
+    x, _, _ = task_examples(task, max_rows=n_points, seed=seed)
     return posthoc_profile(x, sigma, n_queries, torch.Generator().manual_seed(seed))
 
 
-def plot_profile(report: ProfileReport, task_cfg: Mapping[str, Any], title: str, path: Path) -> list[Path]:
+def plot_profile(report: ProfileReport, spec: RunSpec, title: str, path: Path) -> list[Path]:
     """Profiles against every registered sampler's φ = π·w (left), MMSE curves (middle), posterior-weight
     diagnostics of the empirical prior (right); PNG and PDF."""
     from matplotlib.figure import Figure
 
+    from suite.assembly import build_loss_weight
     from suite.figures import _save, _sigma_axis, effective_allocation, registered_densities, style_map
-    from suite.weighting import build_weight
 
-    lo, hi = float(task_cfg["sigma_min"]), float(task_cfg["sigma_max"])
-    weight = build_weight(str(task_cfg.get("loss_weight", "edm")), float(task_cfg.get("sigma_data", 0.5)))
+    lo, hi = spec.diffusion.sigma_min, spec.diffusion.sigma_max
+    weight = build_loss_weight(spec)
     u = np.linspace(math.log(lo), math.log(hi), 600)
     densities = registered_densities(u, weight, lo, hi)
     styles = style_map([label for label, _ in densities])
@@ -536,23 +530,26 @@ def main(args: argparse.Namespace) -> int:
     """``suite profile --task T [--budget B] [--results R] [--out DIR] [key=value …]``: print the profile's
     peak and band (every curve), write ``<out>/<task>-<budget>_profile.csv``, its figure (PNG, PDF) and the
     empirical-prior profile that ``suite plot`` draws (``<out>`` defaults to ``<results>/profiles``)."""
+    from suite.assembly import build_task
     from suite.config import compose_run, to_dict
+    from suite.spec import run_spec
 
     budget = getattr(args, "budget", None) or "smoke"
     results = Path(getattr(args, "results", None) or "results")
     out = Path(getattr(args, "out", None) or results / "profiles")
-    cfg = to_dict(compose_run(args.task, "edm", budget, list(getattr(args, "overrides", None) or [])))
-    size = str(cfg["budget"].get("size", budget))
-    if size not in SETTINGS:
-        raise ValueError(f"no profile settings for budget size {size!r}; valid: {', '.join(SETTINGS)}")
-    settings = SETTINGS[size]
-    task_cfg = cfg["task"]
+    spec = run_spec(compose_run(args.task, "edm", budget, list(getattr(args, "overrides", None) or [])))
+    if spec.budget.size not in SETTINGS:
+        raise ValueError(
+            f"no profile settings for budget size {spec.budget.size!r}; valid: {', '.join(SETTINGS)}"
+        )
+    settings = SETTINGS[spec.budget.size]
+    task_cfg = to_dict(spec.task_cfg)
     try:
-        x, variant, total = task_examples(task_cfg, max_rows=settings.max_rows)
+        x, variant, total = task_examples(build_task(spec), max_rows=settings.max_rows)
     except ProfileNotApplicable as err:
         print(f"suite profile does not apply to task {args.task!r}: {err}")
         return 1
-    sigma = np.geomspace(float(task_cfg["sigma_min"]), float(task_cfg["sigma_max"]), settings.n_sigma)
+    sigma = np.geomspace(spec.diffusion.sigma_min, spec.diffusion.sigma_max, settings.n_sigma)
     report = profile_report(x, sigma, settings, total)
     print(
         f"{args.task} ({variant}): {total} examples of dimension {x.shape[1]}, {settings.n_sigma} σ "
@@ -564,7 +561,7 @@ def main(args: argparse.Namespace) -> int:
     stem = out / f"{args.task}-{budget}_profile"
     report.frame().to_csv(stem.with_suffix(".csv"), index=False)
     written = [stem.with_suffix(".csv"), write_posthoc(out, task_cfg, report.empirical, variant)]
-    written += plot_profile(report, task_cfg, f"{args.task} · {variant} · budget {budget}", stem)
+    written += plot_profile(report, spec, f"{args.task} · {variant} · budget {budget}", stem)
     for path in written:
         print(f"wrote {path}")
     return 0

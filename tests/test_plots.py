@@ -208,7 +208,9 @@ def test_empirical_profile_through_a_task_plugin(tmp_path: Path):
     task_cfg |= MixtureOfGaussians.example_data(tmp_path, 32)
     points = torch.from_numpy(np.load(tmp_path / "points.npy")).double()
     sigma = np.geomspace(0.001, 100, 12)
-    profile = empirical_profile(task_cfg, sigma, n_points=32, n_queries=16)
+    profile = empirical_profile(
+        MixtureOfGaussians(OmegaConf.create(task_cfg)), sigma, n_points=32, n_queries=16
+    )
     assert profile.n_points == 32 and profile.dim == 2
     assert profile.mmse[0] < 1e-6 * profile.mmse[-1]  # memorised at small σ
     total_variance = points.var(dim=0, unbiased=False).sum().item()

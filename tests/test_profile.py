@@ -14,7 +14,7 @@ from plugins.seqtoy import CONF as SEQTOY_CONF
 from plugins.seqtoy import SequenceToy
 
 from suite.analytic import GaussianData, PointSetData
-from suite.config import compose_run, to_dict
+from suite.config import compose_run
 from suite.information import gaussian_mmse, point_set_mmse
 from suite.profile import (
     SETTINGS,
@@ -117,7 +117,7 @@ def test_bounds_lie_above_the_exact_mmse_of_correlated_data():
 def test_a_task_that_declares_a_learned_model_space_says_why_the_profile_does_not_apply():
     assert TASKS.get("owt").model_space == "learned"
     with pytest.raises(ProfileNotApplicable, match="learned model space"):
-        task_examples(to_dict(compose_run("owt", "edm", "smoke"))["task"])
+        task_examples(TASKS.get("owt")(compose_run("owt", "edm", "smoke").task))
 
 
 def test_task_examples_are_the_flattened_examples_of_the_training_split(tmp_path: Path):
@@ -125,10 +125,10 @@ def test_task_examples_are_the_flattened_examples_of_the_training_split(tmp_path
     task_cfg |= SequenceToy.example_data(tmp_path, 5)
     train = SequenceToy(OmegaConf.create(task_cfg)).load().train
     examples = train.batch(torch.arange(5), torch.device("cpu")).x0
-    x, variant, total = task_examples(task_cfg)
+    x, variant, total = task_examples(SequenceToy(OmegaConf.create(task_cfg)))
     assert x.shape == (5, 4 * 32) and total == 5 and variant == "toy sequences (5)"
     assert torch.equal(x, examples.reshape(5, -1))
-    subset, _, total = task_examples(task_cfg, max_rows=2)
+    subset, _, total = task_examples(SequenceToy(OmegaConf.create(task_cfg)), max_rows=2)
     assert subset.shape == (2, 4 * 32) and total == 5
     assert all(any(torch.equal(row, example) for example in x) for row in subset)
 
