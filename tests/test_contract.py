@@ -13,6 +13,7 @@ really holds channels-last weights. Under the smoke budget every metric scores t
 no better than the reference itself, by the direction its spec declares.
 """
 
+import dataclasses
 import math
 import re
 from pathlib import Path
@@ -24,7 +25,7 @@ from plugins.mog2d import MixtureOfGaussians
 from suite.config import compose_run, group_options
 from suite.metrics import EvalInputs
 from suite.registry import ContractError
-from suite.spec import run_spec
+from suite.spec import DiffusionSpec, run_spec
 from suite.task import TASKS, Task, augment_share
 from suite.training import Trainer
 
@@ -113,6 +114,7 @@ def test_the_documented_config_keys_are_the_ones_the_core_reads():
     read = {key for text in texts for pattern in CORE_READS for key in re.findall(pattern, text)}
     base = (REPO / "suite" / "task.py").read_text()
     read |= set(re.findall(r"self\.cfg(?:\.get\(|\[)\s*[\"']([a-z_]+)", base))
+    read |= {field.name for field in dataclasses.fields(DiffusionSpec)}  # the spec reads these from task.*
     assert read == set(documented_table("Config"))
 
 
