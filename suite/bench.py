@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 from torch import Tensor
 
 from suite.assembly import build_loss_weight, build_noise_sampler, build_task
@@ -196,10 +196,12 @@ def release(device: torch.device) -> None:
 
 
 # -- configs -----------------------------------------------------------------------------------------
-def compose(args: argparse.Namespace, sampler: str = "edm", extra: list[str] | None = None) -> DictConfig:
-    """The run config of the bench: task, sampler, budget, the command's overrides, device and ``extra``."""
-    return compose_run(
-        args.task, sampler, args.budget, [*args.overrides, f"device={args.device}", *(extra or [])]
+def compose(args: argparse.Namespace, sampler: str = "edm", extra: list[str] | None = None) -> RunSpec:
+    """The run spec of the bench: task, sampler, budget, the command's overrides, device and ``extra``."""
+    return run_spec(
+        compose_run(
+            args.task, sampler, args.budget, [*args.overrides, f"device={args.device}", *(extra or [])]
+        )
     )
 
 
@@ -234,7 +236,7 @@ def time_train_step(trainer: Trainer, warm: int, timed: int) -> tuple[float, flo
 
 def network_summary(trainer: Trainer) -> dict[str, Any]:
     """Parameter count and shape settings of the trained network."""
-    preset = trainer.task.network_preset(str(trainer.budget.size))
+    preset = trainer.task.network_preset(trainer.budget.size)
     return {
         "parameters": sum(p.numel() for p in trainer.state.model.parameters()),
         "network": OmegaConf.to_container(preset, resolve=True)
@@ -286,7 +288,7 @@ def bench_train(args: argparse.Namespace) -> dict[str, Any]:
             )
             continue
         release(device)
-        cfg = compose(
+        spec = compose(
             args,
             extra=[
                 f"budget.batch={batch}",
@@ -295,7 +297,7 @@ def bench_train(args: argparse.Namespace) -> dict[str, Any]:
             ],
         )
         with tempfile.TemporaryDirectory(prefix="suite-bench-") as tmp:
-            trainer = Trainer(cfg, Path(tmp))
+            trainer = Trainer(spec, Path(tmp))
             try:
                 first, seconds = time_train_step(trainer, warm, timed)
             except Exception as err:  # torch.compile needs a working compiler tool chain; keep the rest
@@ -426,19 +428,17 @@ def bench_sampler(args: argparse.Namespace) -> dict[str, Any]:
     device = device_of(args)
     batch = int(args.batch or SAMPLER_BATCH)
     warm, timed = steps_of(args, SAMPLER_TRAIN_STEPS, device)
-    cfg = compose(args, extra=[f"budget.batch={batch}"])
+    spec = compose(args, extra=[f"budget.batch={batch}"])
     release(device)
     with tempfile.TemporaryDirectory(prefix="suite-bench-") as tmp:
-        trainer = Trainer(cfg, Path(tmp))
+        trainer = Trainer(spec, Path(tmp))
         _, train_s = time_train_step(trainer, warm, timed)
         extra = network_summary(trainer) | {"data": trainer.data.variant}
         del trainer
     release(device)
     rows = []
     for name in group_options("sampler"):
-        row = sampler_cost(
-            run_spec(compose(args, name, [f"budget.batch={batch}"])), batch, device, MIN_SAMPLER_STEPS
-        )
+        row = sampler_cost(compose(args, name, [f"budget.batch={batch}"]), batch, device, MIN_SAMPLER_STEPS)
         row["pct_of_train_step"] = 100 * row["step_us"] / 1e6 / train_s
         if "device_step_us" in row:
             row["device_pct_of_train_step"] = 100 * row["device_step_us"] / 1e6 / train_s
@@ -454,7 +454,7 @@ def bench_sampler(args: argparse.Namespace) -> dict[str, Any]:
     else:
         verdict = "FAIL"
     notes = [
-        f"training step: {train_s * 1e3:.3g} ms at batch {batch} ({cfg.budget.precision}, "
+        f"training step: {train_s * 1e3:.3g} ms at batch {batch} ({spec.budget.precision}, "
         f"{extra['parameters']:,} parameters, {timed} timed steps)",
         "draw+observe+rebuild = wall time per step of drawing σ for the batch (+ importance weight), "
         "observing its losses and the rebuilds, over whole refresh periods after the warm-up (launch "
@@ -482,7 +482,7 @@ def bench_sampler(args: argparse.Namespace) -> dict[str, Any]:
         "batch": batch,
         "train_step_ms": train_s * 1e3,
         "train_timed_steps": timed,
-        "precision": str(cfg.budget.precision),
+        "precision": spec.budget.precision,
         "overhead_limit_pct": OVERHEAD_LIMIT_PCT,
         "max_pct_of_train_step": worst,
         "max_device_pct_of_train_step": worst_device,
@@ -501,17 +501,17 @@ def bench_eval(args: argparse.Namespace) -> dict[str, Any]:
     from suite.metrics import EvalInputs
 
     device = device_of(args)
-    cfg = compose(args, extra=[f"budget.eval.batch_size={args.batch}"] if args.batch else [])
-    ev = cfg.budget.eval
-    n = int(args.samples or (ev.samples if device.type == "cuda" else min(int(ev.samples), CPU_EVAL_SAMPLES)))
+    spec = compose(args, extra=[f"budget.eval.batch_size={args.batch}"] if args.batch else [])
+    ev = spec.budget.eval
+    n = int(args.samples or (ev.samples if device.type == "cuda" else min(ev.samples, CPU_EVAL_SAMPLES)))
     if n < 2:
         raise ValueError(f"--samples must be at least 2 (a covariance needs 2 samples), got {n}")
-    calls = nfe(cfg.task.solver, int(cfg.task.solver_steps))
+    calls = nfe(spec.diffusion.solver, spec.diffusion.solver_steps)
     release(device)
     with tempfile.TemporaryDirectory(prefix="suite-bench-") as tmp:
-        trainer = Trainer(cfg, Path(tmp))
-        evaluator = Evaluator(cfg, trainer.task, trainer.data, device)
-        sigmas = evaluator.grid("karras", int(cfg.task.solver_steps), None)
+        trainer = Trainer(spec, Path(tmp))
+        evaluator = Evaluator(spec, trainer.task, trainer.data, device)
+        sigmas = evaluator.grid("karras", spec.diffusion.solver_steps, None)
         model = trainer.state.ema
         evaluator.generate(model, 2, sigmas, float(ev.guidance))  # warm-up
         synchronize(device)
@@ -608,7 +608,7 @@ def sweep_worker(options: dict[str, Any], start: Barrier, report: Connection) ->
     """One of K concurrent processes of ``suite bench sweep``: build the trainer, warm up, then (each phase
     begun with the others at ``start``, a barrier) time the training steps and the generation; sends the
     phases' monotonic start and end times and this process's peak memory."""
-    from suite.slurm import import_plugins
+    from suite.registry import import_plugins
 
     import_plugins()
     args = argparse.Namespace(**options)

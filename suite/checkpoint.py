@@ -13,12 +13,16 @@ A checkpoint is written to a temporary file, fsynced and renamed, so a kill at a
 the previous or the new checkpoint, never a torn one; the temporary file of a killed writer is removed
 when the run starts again (``suite.lease.clean_temporary_files``). On start the loop loads the newest
 checkpoint that reads back: a truncated or otherwise unreadable one is skipped with a message naming
-it, and the one before it is used. The two newest are kept.
+it, and the one before it is used. The two newest are kept. A ``checkpoints/`` folder that is a symbolic
+link is refused, naming it (:class:`suite.records.LinkedRunFile`), before anything is written, listed or
+pruned, and links inside it are not checkpoints: pruning never deletes what a link reaches.
 
 Fault injection (``tests/test_faults.py``): ``SUITE_FAULT=<point>@<nimg>`` makes the process SIGKILL
 itself at ``point`` once ``nimg`` examples are processed, so that a test's kill lands exactly where it
-means it to. Points: ``step`` (the training loop, after the step), ``checkpoint`` (``save_checkpoint``,
-after half of the checkpoint is in its temporary file and before the rename). Unset, nothing happens.
+means it to; ``SUITE_FAULT=<point>@<nimg>:<SIGNAL>`` sends it that signal instead (e.g. ``SIGTERM``), once.
+Points: ``step`` (the training loop, after the step), ``checkpoint`` (``save_checkpoint``, after half of
+the checkpoint is in its temporary file and before the rename), ``data`` (a run's data just loaded, before
+training; nimg 0). Unset, nothing happens.
 """
 
 from __future__ import annotations
@@ -36,20 +40,33 @@ from typing import Any
 
 import torch
 
-from suite.records import check_write, write_atomic
+from suite.records import check_write, refuse_link, write_atomic
 
 _NAME = re.compile(r"^ckpt-(\d+)\.pt$")
 _GLOBAL = re.compile(r"GLOBAL ([\w.]+)")  # torch's refusal names the class or function after "GLOBAL "
 KEEP = 2
 FAULT_ENV = "SUITE_FAULT"
+_signal_sent = False  # a fault signal is sent once per process
 _ATOMS = (torch.Tensor, str, int, float, bool, type(None), torch.Size, torch.dtype, torch.device)
 
 
 def fault_point(point: str, nimg: int, before_kill: bytes | None = None, path: Path | None = None) -> None:
-    """SIGKILL this process if ``$SUITE_FAULT`` is ``<point>@<n>`` and ``nimg`` ≥ n (module docstring);
-    first write ``before_kill`` to a temporary file beside ``path``, as an interrupted writer leaves it."""
+    """SIGKILL this process if ``$SUITE_FAULT`` is ``<point>@<n>`` and ``nimg`` ≥ n, or send it the signal
+    of ``<point>@<n>:<SIGNAL>`` the first time (module docstring); before a kill, write ``before_kill`` to a
+    temporary file beside ``path``, as an interrupted writer leaves it."""
+    global _signal_sent
     name, _, at = os.environ.get(FAULT_ENV, "").partition("@")
+    at, _, signal_name = at.partition(":")
     if name != point or not at or nimg < int(at):
+        return
+    if signal_name:
+        if signal_name not in signal.Signals.__members__:
+            raise ValueError(
+                f"{FAULT_ENV}: unknown signal {signal_name!r}; name one such as SIGTERM or SIGINT"
+            )
+        if not _signal_sent:
+            _signal_sent = True
+            os.kill(os.getpid(), signal.Signals[signal_name])
         return
     if before_kill is not None and path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -89,6 +106,7 @@ def checkpoint_path(folder: str | os.PathLike, nimg: int) -> Path:
 
 def save_checkpoint(folder: str | os.PathLike, nimg: int, state: dict[str, Any]) -> Path:
     """Atomically write ``state`` as the checkpoint at ``nimg``, then prune to the newest ``KEEP``."""
+    refuse_link(folder)
     state = state | {"nimg": int(nimg)}
     check_plain(state)
     buffer = io.BytesIO()
@@ -103,11 +121,14 @@ def save_checkpoint(folder: str | os.PathLike, nimg: int, state: dict[str, Any])
 
 
 def list_checkpoints(folder: str | os.PathLike) -> list[Path]:
-    """Checkpoint files in ``folder``, oldest first."""
+    """Checkpoint files in ``folder``, oldest first; links are not listed, a linked ``folder`` is refused."""
     folder = Path(folder)
+    refuse_link(folder)
     if not folder.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := _NAME.match(p.name))]
+    found = [
+        (int(m.group(1)), p) for p in folder.iterdir() if (m := _NAME.match(p.name)) and not p.is_symlink()
+    ]
     return [p for _, p in sorted(found)]
 
 

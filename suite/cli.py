@@ -1,11 +1,15 @@
 """Command line: ``suite run|eval|data|profile|list|samplers|status|lease|table|plot|report|bench``.
 
 Each subcommand is a small function; heavy imports happen inside them so ``suite --help`` is instant.
+``suite run`` handles SIGTERM, SIGUSR2 and SIGINT from its start (``suite.stopping``): the launch stops
+cleanly and exits with status 130.
+``suite plan-seeds`` (``suite.statistics``) says how many seeds a difference to the target needs.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Callable
 
@@ -13,7 +17,16 @@ from collections.abc import Callable
 def _run(args: argparse.Namespace) -> int:
     from suite.runner import check_pack_size, check_runs, describe, plan_runs, run_local, run_packed
 
-    runs = plan_runs(args.task, args.sampler, args.budget, args.seeds, args.results, args.overrides)
+    if args.study:
+        from suite.study import run_study
+
+        return run_study(args)
+    if args.task is None:
+        raise ValueError("suite run needs --task TASK (suite list names them) or --study FILE")
+    seeds = 1 if args.seeds is None else args.seeds
+    runs = plan_runs(
+        args.task, args.sampler or "all", args.budget or "smoke", seeds, args.results, args.overrides
+    )
     check_runs(runs)  # every sampler, weight, task and network built, every invalid value reported at once
     check_pack_size(args.runs_per_gpu)
     if args.dry_run:
@@ -97,10 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="train and evaluate runs (locally or as SLURM job arrays)")
-    run.add_argument("--task", required=True)
-    run.add_argument("--sampler", default="all", help="a sampler name, a comma list, or all")
-    run.add_argument("--budget", default="smoke")
-    run.add_argument("--seeds", type=int, default=1, help="number of training seeds (0..N-1)")
+    run.add_argument("--task", default=None, help="a task (required unless --study)")
+    run.add_argument("--sampler", default=None, help="a sampler name, a comma list, or all (default)")
+    run.add_argument("--budget", default=None, help="a budget (default smoke)")
+    run.add_argument("--seeds", type=int, default=None, help="number of training seeds (0..N-1; default 1)")
+    run.add_argument(
+        "--study", default=None, help="a study file (studies/*.yaml): its grid instead of --task etc."
+    )
     run.add_argument("--results", default="results")
     run.add_argument("--dry-run", action="store_true", help="check every planned run and print them")
     run.add_argument("--launcher", choices=["local", "slurm"], default="local")
@@ -143,7 +159,10 @@ def build_parser() -> argparse.ArgumentParser:
     profile = sub.add_parser("profile", help="post hoc information profile of a task's data")
     profile.add_argument("--task", required=True)
     profile.add_argument("--budget", default="smoke")
-    profile.add_argument("--out", default="results/profiles", help="folder for the figure and CSV")
+    profile.add_argument("--results", default="results", help="results folder whose figures draw the profile")
+    profile.add_argument(
+        "--out", default=None, help="folder for the figure and CSV (default RESULTS/profiles)"
+    )
     profile.add_argument("overrides", nargs="*", help="key=value config overrides")
     profile.set_defaults(func=_lazy("suite.profile", "main"))
 
@@ -172,7 +191,24 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--budget", default=None)
     table.add_argument("--format", choices=["md", "latex", "csv"], default="md")
     table.add_argument("--target-samplers", default=None, help=TARGET_HELP)
-    table.set_defaults(func=_lazy("suite.table", "main"))
+    table.add_argument(
+        "--study", default=None, help="a study file: only its grid's runs, missing ones listed"
+    )
+    table.set_defaults(func=_lazy("suite.table_command", "main"))
+
+    plan = sub.add_parser(
+        "plan-seeds", help="seeds a difference to the target needs, from the measured paired spread"
+    )
+    plan.add_argument("--results", default="results")
+    plan.add_argument(
+        "--difference",
+        type=float,
+        default=None,
+        help="difference to detect, in the metric's units (default: each sampler's measured one)",
+    )
+    plan.add_argument("--power", type=float, default=0.8, help="power of the paired t test (default 0.8)")
+    plan.add_argument("--target-samplers", default=None, help=TARGET_HELP)
+    plan.set_defaults(func=_lazy("suite.statistics", "plan_main"))
 
     plot = sub.add_parser("plot", help="write the figures from the records")
     plot.add_argument("--results", default="results")
@@ -225,10 +261,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _trains_here(args: argparse.Namespace) -> bool:
+    """Whether the command trains runs in this process (``suite run`` without --dry-run or SLURM)."""
+    return args.command == "run" and args.launcher == "local" and not args.dry_run
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from suite.stopping import stop_requests  # no torch: the handlers are in place before the heavy imports
+
     try:
-        return int(args.func(args) or 0)
+        with stop_requests() if _trains_here(args) else contextlib.nullcontext():
+            return int(args.func(args) or 0)
     except (ValueError, FileNotFoundError, KeyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

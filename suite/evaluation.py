@@ -12,8 +12,15 @@ generated and real sequences for the same signal). The reference set is a fixed 
 reference split (``budget.eval.reference`` examples). Everything runs on the run's device, metric features
 included.
 
-The solver grid is Karras et al.'s ρ = 7 grid unless an evaluation asks for another (``suite.grids``;
-InfoGrid uses the profile an InfoNoise run learned); the grid's name is part of each row.
+The solver grid is Karras et al.'s ρ = 7 grid at the task's ``solver_steps`` unless an evaluation asks for
+another grid or step count (``suite.grids``; InfoGrid uses the profile an InfoNoise run learned). Each row
+records its protocol: the grid, the steps, the NFE, the number of generated samples, the number of
+reference examples and the size of the reference split they were drawn from (the reference set is the
+whole split when the two are equal, as in EDM's FID against the training set). The tables and figures
+keep rows of another protocol apart from the run's own (``suite.results``).
+
+A stop request (``suite.stopping``) abandons an evaluation between its generation batches, its metrics and
+their feature batches: :class:`suite.stopping.Interrupted` is raised and no row is returned.
 """
 
 from __future__ import annotations
@@ -25,16 +32,17 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig
 from torch import Tensor, nn
 
-from suite.config import comparison_hash, config_hash, sampler_label
+from suite.assembly import build_parts, build_task
 from suite.grids import build_grid
 from suite.metrics import EvalInputs, Metric
 from suite.metrics.inception import suite_cache_dir
 from suite.records import evaluation_row, write_atomic
 from suite.sampler import NoiseSampler
 from suite.solvers import SOLVERS, guided, nfe
+from suite.spec import RunSpec, run_spec
+from suite.stopping import check
 from suite.task import Batch, Task, TaskData
 
 REFERENCE_SEED = 0
@@ -51,21 +59,19 @@ def fixed_choice(n_total: int, n: int, seed: int) -> Tensor:
 class Evaluator:
     """Scores a denoiser on one task's metrics; shared by the training loop and ``suite eval``."""
 
-    def __init__(self, cfg: DictConfig, task: Task, data: TaskData, device: torch.device) -> None:
-        self.cfg = cfg
+    def __init__(self, spec: RunSpec, task: Task, data: TaskData, device: torch.device) -> None:
+        self.spec = spec
         self.task = task
         self.data = data
         self.device = device
         self.metrics: list[Metric] = task.metrics(device, suite_cache_dir())
-        self.conditional = bool(
-            data.reference.batch(torch.zeros(1, dtype=torch.long), torch.device("cpu")).cond
-        )
+        self.conditional = bool(task.conditional)
         self._reference: Any = None
 
     @property
     def n_reference(self) -> int:
-        wanted = self.cfg.budget.eval.reference
-        return len(self.data.reference) if wanted is None else min(int(wanted), len(self.data.reference))
+        wanted = self.spec.budget.eval.reference
+        return len(self.data.reference) if wanted is None else min(wanted, len(self.data.reference))
 
     def reference(self) -> Any:
         """The decoded reference examples (computed once)."""
@@ -75,22 +81,23 @@ class Evaluator:
         return self._reference
 
     def grid(self, name: str, steps: int, profile: tuple[Tensor, Tensor] | None) -> Tensor:
-        task = self.cfg.task
-        return build_grid(name, steps, float(task.sigma_min), float(task.sigma_max), profile)
+        d = self.spec.diffusion
+        return build_grid(name, steps, d.sigma_min, d.sigma_max, profile)
 
     def generate(
         self, model: nn.Module, n: int, sigmas: Tensor, guidance: float, seed: int | None = None
     ) -> tuple[Tensor, Batch | None]:
         """n model-space samples on the run's device, and the reference batch that conditioned them; the
         latents come from ``seed`` (default ``budget.eval.seed``)."""
-        ev, task = self.cfg.budget.eval, self.cfg.task
-        gen = torch.Generator().manual_seed(LATENT_STREAM + (int(ev.seed) if seed is None else seed))
+        ev, d = self.spec.budget.eval, self.spec.diffusion
+        gen = torch.Generator().manual_seed(LATENT_STREAM + (ev.seed if seed is None else seed))
         chosen = fixed_choice(len(self.data.reference), n, CONDITION_SEED) if self.conditional else None
-        solve = SOLVERS[task.solver]
+        solve = SOLVERS[d.solver]
         out = []
-        for start in range(0, n, int(ev.batch_size)):
-            m = min(int(ev.batch_size), n - start)
-            latents = float(task.sigma_max) * torch.randn((m, *self.task.sample_shape), generator=gen)
+        for start in range(0, n, ev.batch_size):
+            check("while generating")
+            m = min(ev.batch_size, n - start)
+            latents = d.sigma_max * torch.randn((m, *self.task.sample_shape), generator=gen)
             cond: dict[str, Tensor] = {}
             if chosen is not None:
                 cond = self.data.reference.batch(chosen[start : start + m], self.device).cond
@@ -119,50 +126,53 @@ class Evaluator:
         over the ranges (the best, by the metric's direction), with every range's value, their mean and
         standard deviation among its extras.
         """
-        cfg, ev = self.cfg, self.cfg.budget.eval
+        spec, ev = self.spec, self.spec.budget.eval
         metrics = [m for m in self.metrics if only in (None, m.spec.name)]
         if not metrics:
             names = ", ".join(m.spec.name for m in self.metrics)
-            raise ValueError(f"unknown metric {only!r} for task {cfg.task.name}; valid metrics: {names}")
-        steps = int(cfg.task.solver_steps) if steps is None else int(steps)
-        n = int(ev.get("final_samples") or ev.samples) if final else int(ev.samples)
-        ranges = int(ev.get("final_ranges") or 1) if final else 1
+            raise ValueError(f"unknown metric {only!r} for task {spec.task}; valid metrics: {names}")
+        steps = spec.diffusion.solver_steps if steps is None else int(steps)
+        n = ev.final_samples if final else ev.samples
+        ranges = ev.final_ranges if final else 1
         sigmas = self.grid(grid, steps, profile)
         t0 = time.perf_counter()
         results: list[list[dict[str, float]]] = [[] for _ in metrics]
         for k in range(ranges):
-            x, matched = self.generate(model, n, sigmas, float(ev.guidance), seed=int(ev.seed) + k * n)
+            x, matched = self.generate(model, n, sigmas, ev.guidance, seed=ev.seed + k * n)
             inputs = EvalInputs(
                 generated=self.task.decode(x, model),
                 reference=self.reference(),
                 matched=None if matched is None else self.task.decode_reference(matched),
             )
             for found, metric in zip(results, metrics, strict=True):
+                check("between metrics")
                 found.append(metric(inputs))
         rows = []
         for found, metric in zip(results, metrics, strict=True):
             rows.append(
                 evaluation_row(
-                    task=cfg.task.name,
+                    task=spec.task,
                     modality=self.task.modality,
-                    budget=cfg.budget.name,
-                    sampler=sampler_label(cfg),
-                    seed=int(cfg.seed),
+                    budget=spec.budget.name,
+                    sampler=spec.sampler.label,
+                    seed=spec.seed,
                     nimg=nimg,
                     spec=metric.spec,
                     result=combine_ranges(found, metric.spec.higher_is_better),
                     stand_in_data=self.data.stand_in,
                     data=self.data.variant,
                     data_fingerprint=self.data.fingerprint,
-                    solver=str(cfg.task.solver),
+                    solver=spec.diffusion.solver,
                     grid=grid,
-                    nfe=nfe(str(cfg.task.solver), steps),
+                    steps=steps,
+                    nfe=nfe(spec.diffusion.solver, steps),
                     n_samples=n,
                     n_reference=self.n_reference,
-                    guidance=float(ev.guidance),
+                    reference_split=len(self.data.reference),
+                    guidance=ev.guidance,
                     importance_weighting=importance_weighting,
-                    comparison_hash=comparison_hash(cfg),
-                    config_hash=config_hash(cfg),
+                    comparison_hash=spec.comparison_hash,
+                    config_hash=spec.config_hash,
                     eval_seconds=round(time.perf_counter() - t0, 2),
                     wall_time=round(wall_time, 2),
                 )
@@ -242,8 +252,6 @@ def rescore(
     from suite.distributed import init_distributed
     from suite.lease import Lease
     from suite.records import RunDirectory, append_jsonl
-    from suite.state import TrainingState
-    from suite.task import TASKS
 
     folder = RunDirectory(run_dir)
     if not (folder.path / "config.yaml").is_file():
@@ -261,27 +269,29 @@ def rescore(
         raise FileNotFoundError(f"{folder.path} holds no network snapshots ({folder.snapshots})")
     cfg = OmegaConf.load(folder.path / "config.yaml")
     cfg.device = device
+    spec = run_spec(cfg)
     ctx = init_distributed(device)
-    task = TASKS.get(cfg.task.name)(cfg.task)
+    task = build_task(spec)
     data = task.load()
-    state = TrainingState(cfg, task, ctx)
-    evaluator = Evaluator(cfg, task, data, ctx.device)
+    parts = build_parts(spec, task, ctx.device)  # the EMA network and the sampler: no optimiser, no DDP
+    ema, sampler = parts.model.eval().requires_grad_(False), parts.sampler
+    evaluator = Evaluator(spec, task, data, ctx.device)
     recorded = folder.rows()
     new_rows = []
     for nimg, path in snapshots.items():
         snapshot = load_snapshot(path)
-        if snapshot["config_hash"] != config_hash(cfg):
+        if snapshot["config_hash"] != spec.config_hash:
             raise ValueError(f"{path} belongs to another config than {folder.path / 'config.yaml'}")
-        state.ema.load_state_dict(snapshot["ema"])
-        state.sampler.load_state_dict(snapshot["sampler"])
-        learned = state.sampler.profile()
+        ema.load_state_dict(snapshot["ema"])
+        sampler.load_state_dict(snapshot["sampler"])
+        learned = sampler.profile()
         profile = None if learned is None else (learned["u"].cpu(), learned["rho"].cpu())
         if grid != "karras" and profile is None and kimg is None:
             print(f"{folder.path} kimg {nimg / 1000:g}: no learned profile yet; grid {grid} skipped there")
             continue
-        importance = bool(state.sampler.hyperparameters().get("importance_correction", False))
-        final = nimg >= int(round(float(cfg.budget.kimg) * 1000))
-        rows = evaluator.evaluate(state.ema, nimg, 0.0, importance, grid, steps, profile, metric, final)
+        importance = bool(sampler.hyperparameters().get("importance_correction", False))
+        final = nimg >= spec.budget.total_nimg
+        rows = evaluator.evaluate(ema, nimg, 0.0, importance, grid, steps, profile, metric, final)
         for row in rows:
             before = [r for r in recorded if _same_point(r, row)]
             note = f"recorded {before[-1]['value']:.6g}" if before else "new row"

@@ -82,10 +82,19 @@ SKEW_MARGIN_S = 5.0
 BREAK_TIMEOUT_S = 60.0
 ACQUIRE_PATIENCE_S = 30.0
 FS_CLOCK = "the clock of its file system"
-# Files written into a run directory by another process than its lease holder (the SLURM submitter).
-FOREIGN_FILES = frozenset({"slurm.json"})
-# ``suite.records.write_atomic`` names its temporary files ``.<name>.<random>.tmp``.
-_TEMPORARY = re.compile(r"^\.(?P<name>.+)\.[A-Za-z0-9_]+\.tmp$")
+# The temporary files the lease holder's writers leave when killed, by folder of the run directory:
+# ``suite.records.write_atomic`` names them ``.<name>.`` + tempfile.mkstemp's 8 characters of [a-z0-9_] +
+# ``.tmp``, for the run's own files (``suite.records.OWN_FILES``), checkpoints and network snapshots.
+_RANDOM = r"[a-z0-9_]{8}"
+_TEMPORARY = {
+    ".": re.compile(
+        rf"\.(?:run\.json|config\.yaml|records\.jsonl|stats\.jsonl|sampler\.jsonl)\.{_RANDOM}\.tmp"
+    ),
+    "checkpoints": re.compile(rf"\.ckpt-\d{{12,}}\.pt\.{_RANDOM}\.tmp"),
+    "snapshots": re.compile(rf"\.snapshot-\d{{12,}}\.pt\.{_RANDOM}\.tmp"),
+}
+# The lease's own (``_exclusive_create``, ``Lease.refresh``): ``.lease.json[.break].<uuid4 hex>.link``.
+_LEASE_TEMPORARY = re.compile(r"\.lease\.json(?:\.break)?\.[0-9a-f]{32}\.link")
 
 
 class RunBusy(Exception):
@@ -565,25 +574,29 @@ def break_command(args: Any) -> int:
 def clean_temporary_files(run_dir: str | os.PathLike) -> list[Path]:
     """Remove what dead writers left in a run directory (call while holding its lease).
 
-    Removed: the temporary files of ``suite.records.write_atomic`` (``.<name>.<random>.tmp``: checkpoints
-    in ``checkpoints/``, snapshots in ``snapshots/``, ``run.json``, the JSONL files, ``config.yaml``),
-    and the lease's own temporary files (``.lease.json.*.link``) once older than ``BREAK_TIMEOUT_S`` (a
-    launcher racing for the lease holds one for milliseconds). Kept: temporary files of files other
-    processes write (``slurm.json``).
+    Removed: exactly the temporary files the holder's writers name (``_TEMPORARY``: those of
+    ``suite.records.write_atomic`` for run.json, config.yaml and the JSONL files, for checkpoints in
+    ``checkpoints/`` and snapshots in ``snapshots/``), and the lease's own temporary files
+    (``.lease.json[.break].<hex>.link``) once older than ``BREAK_TIMEOUT_S`` (a launcher racing for the
+    lease holds one for milliseconds). Nothing else is touched: no other name (``slurm.json``'s temporary
+    files belong to the submitting process), no link, and nothing in a ``checkpoints/`` or ``snapshots/``
+    that is a link (the launch then refuses it, ``suite.records.RunDirectory.refuse_links``).
     Returns the removed paths.
     """
     run_dir = Path(run_dir)
     removed = []
-    for folder in (run_dir, run_dir / "checkpoints", run_dir / "snapshots"):
-        if not folder.is_dir():
+    for name, pattern in _TEMPORARY.items():
+        folder = run_dir / name
+        if (name != "." and folder.is_symlink()) or not folder.is_dir():
             continue
         for path in folder.iterdir():
-            match = _TEMPORARY.match(path.name)
             try:
-                if path.name.startswith(f".{LEASE_FILE}.") and path.name.endswith(".link"):
+                if path.is_symlink() or not path.is_file():
+                    continue
+                if _LEASE_TEMPORARY.fullmatch(path.name) and name == ".":
                     if time.time() - path.stat().st_mtime < BREAK_TIMEOUT_S:
                         continue
-                elif not match or match.group("name") in FOREIGN_FILES or not path.is_file():
+                elif not pattern.fullmatch(path.name):
                     continue
                 path.unlink()
             except FileNotFoundError:

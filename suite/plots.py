@@ -18,17 +18,23 @@ for small σ. InfoNoise's learned profile ρ̂ (from its online loss estimate m�
 
 ``main`` writes, per comparison folder, PNG and PDF files under ``<results>/figures/``:
 ``*_alignment`` (φ against the profiles, and the MMSE estimates), ``*_quality-<metric>`` (quality versus
-processed examples, mean ± std band over seeds, with the time-to-target crossings), ``*_infonoise-profile``
+processed examples, seed mean with the 95% t interval of the mean as its band, with the time-to-target
+crossings), ``*_infonoise-profile``
 (ρ̂ over training as a σ × kimg heat map, beside the CDF-change diagnostic of the adaptive samplers),
 and ``*_pmean-sweep`` (EDM P_mean sweeps: allocation position against time to target).
+
+The quality and sweep figures draw the runs' own protocol (``suite.results``: Karras's grid at the task's
+steps), one value per run and evaluation point, so the std band spans seeds and nothing else. Rows that
+``suite eval`` re-scored on another grid or step count get their own labelled figure,
+``*_quality-<metric>-<grid>-<steps>steps``.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,14 +43,29 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 import torch
-from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from omegaconf import OmegaConf
 
-from suite.config import config_file
-from suite.profile import PosthocProfile, ProfileFn, empirical_profile, normalise
+from suite.assembly import build_loss_weight, build_noise_sampler
+from suite.config import to_dict
+from suite.figures import (
+    DENSITY_LABEL,
+    SIGMA_LABEL,
+    SIGMA_MAX,
+    SIGMA_MIN,
+    _figure,
+    _save,
+    _seaborn_styles,
+    _sigma_axis,
+    effective_allocation,
+    registered_densities,
+    style_map,
+)
+from suite.profile import PosthocProfile, ProfileFn, saved_profile
 from suite.results import by_comparison, find_runs
-from suite.sampler import SAMPLERS, build_sampler
+from suite.sampler import build_sampler
+from suite.spec import RunSpec, run_spec
+from suite.statistics import t_band
 from suite.table import (
     base_name,
     final_rows,
@@ -57,131 +78,11 @@ from suite.table import (
 )
 from suite.weighting import LossWeight, build_weight
 
-SIGMA_MIN, SIGMA_MAX = 0.002, 80.0
-DASHES: list[tuple[float, ...]] = [(), (5, 2), (1.5, 1.5), (6, 2, 1.5, 2), (3, 1), (8, 2, 1.5, 2, 1.5, 2)]
-MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "h"]
-SIGMA_LABEL = "noise level σ (log scale)"
-DENSITY_LABEL = "density per unit ln σ"
 MEMORISATION_NOTE = (
     "The empirical-prior profile memorises its N points: MMSE = 0 below their nearest-neighbour scale, so "
     "on continuous data it sits above the informative region of the true distribution (whose MMSE ≈ D·σ² "
     "at small σ)."
 )
-
-
-# -- styles ------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Style:
-    """Colour, dash pattern and marker of one curve."""
-
-    color: tuple[float, float, float]
-    dashes: tuple[float, ...]
-    marker: str
-    index: int
-
-    def kwargs(self, n_points: int) -> dict[str, Any]:
-        """Matplotlib ``plot`` keywords: markers on about 8 points, staggered per curve so that curves
-        lying on top of each other (KG and InfoNoise at their EDM warm-up prior) still show every marker."""
-        step = max(1, n_points // 8)
-        offset = int(step * ((self.index * 0.37) % 1))
-        return {
-            "color": self.color,
-            "linestyle": (0, self.dashes) if self.dashes else "-",
-            "marker": self.marker,
-            "markevery": (offset, step),
-            "markersize": 5,
-        }
-
-
-def style_map(labels: Sequence[str]) -> dict[str, Style]:
-    """Distinct colour × dash × marker per label, in the table's sampler order (stable across figures)."""
-    ordered = sampler_order(list(labels))
-    palette = sns.color_palette("tab10", 10) + sns.color_palette("Dark2", 8)
-    return {
-        label: Style(tuple(palette[i % len(palette)]), DASHES[i % len(DASHES)], MARKERS[i % len(MARKERS)], i)
-        for i, label in enumerate(ordered)
-    }
-
-
-def _figure(
-    nrows: int = 1, ncols: int = 1, figsize: tuple[float, float] = (9, 5.6), **kwargs: Any
-) -> tuple[Figure, Any]:
-    """A figure and its axes without pyplot (no global state, no GUI backend needed)."""
-    fig = Figure(figsize=figsize)
-    return fig, fig.subplots(nrows, ncols, **kwargs)
-
-
-def _seaborn_styles(styles: dict[str, Style]) -> dict[str, Any]:
-    """``sns.lineplot`` keywords giving each sampler label its ``Style``."""
-    order = list(styles)
-    return {
-        "hue": "sampler",
-        "style": "sampler",
-        "hue_order": order,
-        "style_order": order,
-        "palette": {k: v.color for k, v in styles.items()},
-        "dashes": {k: v.dashes for k, v in styles.items()},
-        "markers": {k: v.marker for k, v in styles.items()},
-    }
-
-
-def _save(fig: Figure, base: Path) -> list[Path]:
-    """Write ``base``.png and ``base``.pdf; returns both paths."""
-    base.parent.mkdir(parents=True, exist_ok=True)
-    paths = [base.parent / f"{base.name}.png", base.parent / f"{base.name}.pdf"]
-    for path in paths:
-        fig.savefig(path, dpi=150, bbox_inches="tight")
-    return paths
-
-
-def _sigma_axis(ax: Axes, limits: tuple[float, float] = (SIGMA_MIN, SIGMA_MAX)) -> None:
-    """Log σ axis over the support ``limits`` with its label and a light grid."""
-    ax.set_xscale("log")
-    ax.set_xlim(*limits)
-    ax.set_xlabel(SIGMA_LABEL)
-    ax.grid(True, which="major", alpha=0.3)
-
-
-# -- densities ---------------------------------------------------------------------------------------
-def effective_allocation(u: np.ndarray, pi: np.ndarray, weight: LossWeight) -> np.ndarray:
-    """φ(u) = π(u)·w(e^u), normalised per unit ln σ."""
-    w = weight(torch.as_tensor(np.exp(u), dtype=torch.float64)).numpy()
-    return normalise(u, np.asarray(pi) * w)
-
-
-def _config_params(name: str) -> dict[str, Any]:
-    """The sampler's parameters from its config file (``suite/conf/sampler/<name>.yaml``), unresolved."""
-    try:
-        path = config_file("sampler", name)
-    except ValueError:
-        return {}
-    params = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
-    params.pop("name", None)  # type: ignore[union-attr]
-    return params  # type: ignore[return-value]
-
-
-def registered_densities(
-    u: np.ndarray, weight: LossWeight, sigma_min: float = SIGMA_MIN, sigma_max: float = SIGMA_MAX
-) -> list[tuple[str, np.ndarray]]:
-    """(legend label, π(u)) of every registered sampler with its config defaults on [σ_min, σ_max].
-
-    Adaptive samplers are shown at their warm-up base prior (their density before the first rebuild).
-    """
-    grid = torch.as_tensor(u, dtype=torch.float64)
-    curves = []
-    for name in sampler_order(SAMPLERS.names()):
-        params = _config_params(name)
-        if SAMPLERS.get(name).adaptive:
-            base, base_params = params.get("base", "edm"), dict(params.get("base_params") or {})
-            sampler = build_sampler(base, sigma_min, sigma_max, weight, **base_params)
-            shown = ", ".join(f"{k}={v}" for k, v in base_params.items())
-            label = f"{name} (warm-up prior: {base}{f' {shown}' if shown else ''})"
-        else:
-            sampler = build_sampler(name, sigma_min, sigma_max, weight, **params)
-            shown = ", ".join(f"{k}={v}" for k, v in params.items())
-            label = f"{name}{f' ({shown})' if shown else ''}"
-        curves.append((label, sampler.density_on(grid).numpy()))
-    return curves
 
 
 def plot_sampler_densities(path: str | Path, weight: str = "edm", sigma_data: float = 0.5) -> None:
@@ -244,10 +145,14 @@ class Run:
         """Training seed."""
         return int(self.info.get("seed", 0))
 
-    def weight(self) -> LossWeight:
-        """The task's loss weight w(σ) from the run's config (EDM weight with σ_data by default)."""
-        task = self.cfg.get("task", {})
-        return build_weight(str(task.get("loss_weight", "edm")), float(task.get("sigma_data", 0.5)))
+    @functools.cached_property
+    def spec(self) -> RunSpec | None:
+        """The run's spec, read from its config.yaml (None for a run folder without one)."""
+        return run_spec(OmegaConf.create(self.cfg)) if self.cfg else None
+
+    def weight(self) -> LossWeight | None:
+        """The task's loss weight w(σ) (None without a config)."""
+        return None if self.spec is None else build_loss_weight(self.spec)
 
     @property
     def adapted(self) -> bool:
@@ -256,12 +161,11 @@ class Run:
 
     def _initial_density(self) -> tuple[np.ndarray, np.ndarray] | None:
         """(u, π) of the run's sampler as configured, before any adaptation (None without a config)."""
-        task, params = self.cfg.get("task"), dict(self.cfg.get("sampler") or {})
-        if not task or "name" not in params:
+        if self.spec is None:
             return None
-        lo, hi = float(task["sigma_min"]), float(task["sigma_max"])
+        lo, hi = self.spec.diffusion.sigma_min, self.spec.diffusion.sigma_max
         try:
-            sampler = build_sampler(params.pop("name"), lo, hi, self.weight(), **params)
+            sampler = build_noise_sampler(self.spec, self.weight())
         except (ValueError, KeyError):  # a sampler renamed or re-parametrised since the run
             return None
         u = np.linspace(math.log(lo), math.log(hi), 129)
@@ -274,6 +178,9 @@ class Run:
         warm-up) logs no row, and its density is the configured one (the warm-up prior). With KG's
         importance correction the loss is reweighted by π_ref/π, so φ = π_ref·w.
         """
+        weight = self.weight()
+        if weight is None:
+            return None
         rows = [r for r in self.sampler_log if "density" in r]
         if rows:
             u = np.asarray(rows[-1]["u"], dtype=float)
@@ -288,7 +195,7 @@ class Run:
             lo, hi = base.pop("sigma_min", math.exp(u[0])), base.pop("sigma_max", math.exp(u[-1]))
             reference = build_sampler(base.pop("name"), lo, hi, None, **base)
             pi = reference.density_on(torch.as_tensor(u, dtype=torch.float64)).numpy()
-        return u, effective_allocation(u, pi, self.weight())
+        return u, effective_allocation(u, pi, weight)
 
     def profiles(self) -> list[dict[str, Any]]:
         """InfoNoise's logged profiles {u, m_hat, rho, pi} with the kimg of their rebuild."""
@@ -407,8 +314,8 @@ def plot_alignment(
         )
     for label, (u, phi) in allocations.items():
         ax.plot(np.exp(u), phi, label=_legend_label(label, runs), lw=1.4, **styles[label].kwargs(len(u)))
-    task = runs[0].cfg.get("task", {})
-    limits = (float(task.get("sigma_min", SIGMA_MIN)), float(task.get("sigma_max", SIGMA_MAX)))
+    spec = runs[0].spec
+    limits = (SIGMA_MIN, SIGMA_MAX) if spec is None else (spec.diffusion.sigma_min, spec.diffusion.sigma_max)
     _sigma_axis(ax, limits)
     ax.set_ylabel(DENSITY_LABEL)
     ax.set_ylim(bottom=0)
@@ -454,7 +361,8 @@ def figure_target(rows: pd.DataFrame) -> tuple[pd.DataFrame, str]:
 
 
 def plot_quality(rows: pd.DataFrame, title: str, base: Path) -> list[Path]:
-    """Quality versus processed examples: mean over seeds with a ±1 std band, per sampler.
+    """Quality versus processed examples: mean over seeds with the 95% confidence interval of that mean as
+    its band (``suite.statistics.t_interval``; no band with one seed), per sampler.
 
     The horizontal line is the time-to-target target (the best final quality of the paper's fixed baselines,
     else of every fixed sampler; ``figure_target``) and the markers on it are where each seed-mean curve
@@ -463,7 +371,7 @@ def plot_quality(rows: pd.DataFrame, title: str, base: Path) -> list[Path]:
     first = rows.iloc[0]
     styles = style_map(rows["sampler"].unique().tolist())
     fig, ax = _figure(figsize=(9, 5.6))
-    sns.lineplot(data=rows, x="kimg", y="value", errorbar="sd", ax=ax, **_seaborn_styles(styles))
+    sns.lineplot(data=rows, x="kimg", y="value", errorbar=t_band, ax=ax, **_seaborn_styles(styles))
     target, which = figure_target(rows)
     if not target.empty:
         ax.axhline(
@@ -499,7 +407,9 @@ def plot_quality(rows: pd.DataFrame, title: str, base: Path) -> list[Path]:
     ax.set_ylabel(_quality_label(first))
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(title="sampler (mean ± std over seeds)", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    ax.legend(
+        title="sampler (seed mean, band: its 95% CI)", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1)
+    )
     fig.tight_layout()
     return _save(fig, base)
 
@@ -711,12 +621,13 @@ def _profile_for(
 def write_figures(results: str | Path, profile_fn: ProfileFn | None = None) -> list[Path]:
     """Write every figure of the runs under ``results`` to ``<results>/figures/``; returns the PNG/PDF paths.
 
-    ``profile_fn(task_cfg, sigma)`` computes the post hoc profile (default ``empirical_profile``: 512
-    examples, 256 queries, 40 σ values); tests pass a cheap one.
+    ``profile_fn(task_cfg, sigma)`` gives the post hoc profile; by default the one ``suite profile`` saved in
+    ``<results>/profiles`` (``suite.profile.saved_profile``), so drawing never reads a data set; without
+    one the alignment figure says how to compute it.
     """
     results = Path(results)
     out = results / "figures"
-    profile_fn = profile_fn or empirical_profile
+    profile_fn = profile_fn or saved_profile(results / "profiles")
     records = load_records(results)
     cache: dict[str, tuple[PosthocProfile | None, str]] = {}
     written: list[Path] = []
@@ -731,12 +642,21 @@ def write_figures(results: str | Path, profile_fn: ProfileFn | None = None) -> l
         if first.info.get("stand_in_data"):
             head += f" · stand-in data: {first.info.get('data', '')}"
         if any(r.final_allocation() is not None for r in runs):
-            profile, reason = _profile_for(first.cfg.get("task", {}), cache, profile_fn)
+            task_cfg = to_dict(first.spec.task_cfg) if first.spec is not None else {}
+            profile, reason = _profile_for(task_cfg, cache, profile_fn)
             written += plot_alignment(runs, profile, head, out / f"{stem}_alignment", reason)
         if (result := plot_infonoise_profile(runs, head, out / f"{stem}_infonoise-profile")) is not None:
             written += result
         rows = finished(records[records["run_dir"].map(Path).map(lambda d: d.parent.parent) == folder])
-        for metric, part in rows.groupby("metric"):
+        for (metric, protocol), part in rows.groupby(["metric", "protocol"]):
+            if protocol:
+                slug = f"{part['grid'].iloc[0]}-{int(part['steps'].iloc[0])}steps"
+                written += plot_quality(
+                    part,
+                    f"{head}\nquality versus processed examples, re-scored: {protocol}",
+                    out / f"{stem}_quality-{metric}-{slug}",
+                )
+                continue
             written += plot_quality(
                 part, f"{head}\nquality versus processed examples", out / f"{stem}_quality-{metric}"
             )

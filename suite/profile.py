@@ -32,8 +32,9 @@ grid:
 The headline profile is the exact one when it exists, else the empirical prior; every curve is printed with
 its peak and band, written as a CSV (one row per σ) and drawn against every registered sampler's effective
 allocation φ = π·w (the task's loss weight, each sampler at its config defaults; adaptive samplers at their
-warm-up prior). A task whose objective encodes its examples into a learned embedding (text) has no fixed
-model-space data distribution, and the command says so instead of computing anything.
+warm-up prior). A task that declares a learned model space (``model_space = "learned"``: its objective
+encodes examples into an embedding the network learns, as text does) has no fixed model-space data
+distribution, and the command says so instead of computing anything.
 """
 
 from __future__ import annotations
@@ -50,7 +51,10 @@ import pandas as pd
 import torch
 from torch import Tensor
 
+from suite.figures import normalise
 from suite.information import PosteriorDiagnostics, empirical_prior_mmse, point_set_mmse
+from suite.spec import RunSpec
+from suite.task import Task
 
 BAND = (0.1, 0.9)
 MAX_ELEMENTS = 50_000_000
@@ -83,12 +87,6 @@ class ProfileNotApplicable(ValueError):
 
 
 # -- curves ------------------------------------------------------------------------------------------
-def normalise(u: np.ndarray, density: np.ndarray) -> np.ndarray:
-    """density/∫density du (trapezoid rule): a probability density per unit u."""
-    total = np.trapezoid(density, u)
-    return density / total if total > 0 else density
-
-
 def cumulative(u: np.ndarray, density: np.ndarray) -> np.ndarray:
     """∫_{u_0}^{u} density du' at every node (trapezoid rule), normalised to end at 1."""
     steps = 0.5 * (density[1:] + density[:-1]) * np.diff(u)
@@ -361,30 +359,19 @@ def profile_report(
 
 
 # -- tasks -------------------------------------------------------------------------------------------
-def task_examples(
-    task_cfg: Mapping[str, Any], max_rows: int | None = None, seed: int = 0
-) -> tuple[Tensor, str, int]:
+def task_examples(task: Task, max_rows: int | None = None, seed: int = 0) -> tuple[Tensor, str, int]:
     """Model-space x₀ of a task's training split, flattened ([n, D], CPU), the data variant loaded and the
     split's size N; n = N, or ``max_rows`` random examples (fewer when D is so large that ``MAX_ELEMENTS``
     would be exceeded) when given and smaller.
 
-    Raises ProfileNotApplicable for a task whose objective encodes its examples (a learned embedding).
+    Raises ProfileNotApplicable for a task that declares a learned model space (e.g. token embeddings).
     """
-    from omegaconf import OmegaConf
-
-    from suite.objectives import Objective
-    from suite.task import TASKS
-    from suite.weighting import build_weight
-
-    task = TASKS.get(str(task_cfg["name"]))(OmegaConf.create(dict(task_cfg)))
-    weight = build_weight(str(task_cfg.get("loss_weight", "edm")), float(task_cfg.get("sigma_data", 0.5)))
-    objective = task.objective(weight)
-    if type(objective).encode is not Objective.encode:
+    if task.model_space == "learned":
         raise ProfileNotApplicable(
-            f"task {task.name!r} trains {type(objective).__name__}, whose encode maps its examples into a "
-            "learned embedding: model space moves with the network, so its data have no fixed distribution "
-            "whose MMSE could be computed post hoc. Its information profile is the one InfoNoise learns "
-            "during a run (the 'profile' rows of sampler.jsonl)."
+            f"task {task.name!r} declares a learned model space: its objective maps examples into an "
+            "embedding that moves with the network, so its data have no fixed distribution whose MMSE could "
+            "be computed post hoc. Its information profile is the one InfoNoise learns during a run (the "
+            "'profile' rows of sampler.jsonl)."
         )
     data = task.load()
     n = len(data.train)
@@ -398,25 +385,81 @@ def task_examples(
     return x0.reshape(len(index), -1), data.variant, n
 
 
+def profile_key(task_cfg: Mapping[str, Any]) -> str:
+    """Which saved profile belongs to a task config: the hash of the config without where its data sit
+    (``root``, ``download``), so the profile written by ``suite profile`` is found by ``suite plot``."""
+    from suite.config import stable_hash
+
+    return stable_hash({k: v for k, v in dict(task_cfg).items() if k not in ("root", "download")})
+
+
+def posthoc_path(folder: Path, task_cfg: Mapping[str, Any]) -> Path:
+    """``<folder>/<task>-<profile key>_posthoc.json``: the empirical-prior profile ``suite plot`` draws."""
+    return folder / f"{task_cfg['name']}-{profile_key(task_cfg)}_posthoc.json"
+
+
+def write_posthoc(folder: Path, task_cfg: Mapping[str, Any], profile: PosthocProfile, variant: str) -> Path:
+    """Save the empirical-prior profile of a task config's data for the figures (JSON)."""
+    from suite.records import write_json
+
+    path = posthoc_path(folder, task_cfg)
+    write_json(
+        path,
+        {
+            "task": task_cfg["name"],
+            "data": variant,
+            "sigma": profile.sigma.tolist(),
+            "mmse": profile.mmse.tolist(),
+            "nn_distance": profile.nn_distance,
+            "n_points": profile.n_points,
+            "dim": profile.dim,
+        },
+    )
+    return path
+
+
+def saved_profile(folder: Path) -> ProfileFn:
+    """The ``ProfileFn`` that reads what ``suite profile`` wrote to ``folder`` (the grid saved there, not the
+    one asked for): figures never read a data set."""
+    from suite.records import read_json
+
+    def read(task_cfg: dict[str, Any], _sigma: np.ndarray) -> PosthocProfile:
+        path = posthoc_path(folder, task_cfg)
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"no post hoc profile of these data in {folder}; `suite profile --task {task_cfg['name']} "
+                f"--results {folder.parent}` (with the comparison's overrides) computes it"
+            )
+        saved = read_json(path)
+        return PosthocProfile(
+            np.asarray(saved["sigma"], dtype=float),
+            np.asarray(saved["mmse"], dtype=float),
+            float(saved["nn_distance"]),
+            int(saved["n_points"]),
+            int(saved["dim"]),
+        )
+
+    return read
+
+
 def empirical_profile(
-    task_cfg: dict[str, Any], sigma: np.ndarray, n_points: int = 512, n_queries: int = 256, seed: int = 0
+    task: Task, sigma: np.ndarray, n_points: int = 512, n_queries: int = 256, seed: int = 0
 ) -> PosthocProfile:
-    """Post hoc profile of a task's training data: ``empirical_prior_mmse`` of ``n_points`` random examples
-    (the default ``ProfileFn`` of the figures)."""
-    x, _, _ = task_examples(task_cfg, max_rows=n_points, seed=seed)
+    """Post hoc profile of a task's training data: ``empirical_prior_mmse`` of ``n_points`` examples."""
+    x, _, _ = task_examples(task, max_rows=n_points, seed=seed)
     return posthoc_profile(x, sigma, n_queries, torch.Generator().manual_seed(seed))
 
 
-def plot_profile(report: ProfileReport, task_cfg: Mapping[str, Any], title: str, path: Path) -> list[Path]:
+def plot_profile(report: ProfileReport, spec: RunSpec, title: str, path: Path) -> list[Path]:
     """Profiles against every registered sampler's φ = π·w (left), MMSE curves (middle), posterior-weight
     diagnostics of the empirical prior (right); PNG and PDF."""
     from matplotlib.figure import Figure
 
-    from suite.plots import _save, _sigma_axis, effective_allocation, registered_densities, style_map
-    from suite.weighting import build_weight
+    from suite.assembly import build_loss_weight
+    from suite.figures import _save, _sigma_axis, effective_allocation, registered_densities, style_map
 
-    lo, hi = float(task_cfg["sigma_min"]), float(task_cfg["sigma_max"])
-    weight = build_weight(str(task_cfg.get("loss_weight", "edm")), float(task_cfg.get("sigma_data", 0.5)))
+    lo, hi = spec.diffusion.sigma_min, spec.diffusion.sigma_max
+    weight = build_loss_weight(spec)
     u = np.linspace(math.log(lo), math.log(hi), 600)
     densities = registered_densities(u, weight, lo, hi)
     styles = style_map([label for label, _ in densities])
@@ -484,24 +527,29 @@ def plot_profile(report: ProfileReport, task_cfg: Mapping[str, Any], title: str,
 
 
 def main(args: argparse.Namespace) -> int:
-    """``suite profile --task T [--budget B] [--out DIR] [key=value …]``: print the profile's peak and band
-    (every curve), write ``<out>/<task>-<budget>_profile.csv`` and its figure (PNG, PDF)."""
+    """``suite profile --task T [--budget B] [--results R] [--out DIR] [key=value …]``: print the profile's
+    peak and band (every curve), write ``<out>/<task>-<budget>_profile.csv``, its figure (PNG, PDF) and the
+    empirical-prior profile that ``suite plot`` draws (``<out>`` defaults to ``<results>/profiles``)."""
+    from suite.assembly import build_task
     from suite.config import compose_run, to_dict
+    from suite.spec import run_spec
 
     budget = getattr(args, "budget", None) or "smoke"
-    out = Path(getattr(args, "out", None) or "results/profiles")
-    cfg = to_dict(compose_run(args.task, "edm", budget, list(getattr(args, "overrides", None) or [])))
-    size = str(cfg["budget"].get("size", budget))
-    if size not in SETTINGS:
-        raise ValueError(f"no profile settings for budget size {size!r}; valid: {', '.join(SETTINGS)}")
-    settings = SETTINGS[size]
-    task_cfg = cfg["task"]
+    results = Path(getattr(args, "results", None) or "results")
+    out = Path(getattr(args, "out", None) or results / "profiles")
+    spec = run_spec(compose_run(args.task, "edm", budget, list(getattr(args, "overrides", None) or [])))
+    if spec.budget.size not in SETTINGS:
+        raise ValueError(
+            f"no profile settings for budget size {spec.budget.size!r}; valid: {', '.join(SETTINGS)}"
+        )
+    settings = SETTINGS[spec.budget.size]
+    task_cfg = to_dict(spec.task_cfg)
     try:
-        x, variant, total = task_examples(task_cfg, max_rows=settings.max_rows)
+        x, variant, total = task_examples(build_task(spec), max_rows=settings.max_rows)
     except ProfileNotApplicable as err:
         print(f"suite profile does not apply to task {args.task!r}: {err}")
         return 1
-    sigma = np.geomspace(float(task_cfg["sigma_min"]), float(task_cfg["sigma_max"]), settings.n_sigma)
+    sigma = np.geomspace(spec.diffusion.sigma_min, spec.diffusion.sigma_max, settings.n_sigma)
     report = profile_report(x, sigma, settings, total)
     print(
         f"{args.task} ({variant}): {total} examples of dimension {x.shape[1]}, {settings.n_sigma} σ "
@@ -512,8 +560,8 @@ def main(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"{args.task}-{budget}_profile"
     report.frame().to_csv(stem.with_suffix(".csv"), index=False)
-    written = [stem.with_suffix(".csv")]
-    written += plot_profile(report, task_cfg, f"{args.task} · {variant} · budget {budget}", stem)
+    written = [stem.with_suffix(".csv"), write_posthoc(out, task_cfg, report.empirical, variant)]
+    written += plot_profile(report, spec, f"{args.task} · {variant} · budget {budget}", stem)
     for path in written:
         print(f"wrote {path}")
     return 0

@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
-from suite.config import comparison_hash, config_hash, sampler_label
 from suite.distributed import DistContext
 from suite.records import (
     RunDirectory,
@@ -31,6 +30,7 @@ from suite.records import (
     write_json,
 )
 from suite.sampler import NoiseSampler
+from suite.spec import RunSpec
 from suite.state import TrainingState
 from suite.task import TaskData
 
@@ -56,24 +56,23 @@ def density_row(sampler: NoiseSampler, nimg: int, rebuild: Mapping[str, Any]) ->
 
 def run_started(
     folder: RunDirectory,
-    cfg: DictConfig,
+    spec: RunSpec,
     state: TrainingState,
     data: TaskData,
     ctx: DistContext,
     resumed: bool,
-    total_nimg: int,
 ) -> None:
     """Write the resolved config and the run's provenance (status ``running``)."""
-    write_atomic(folder.path / "config.yaml", OmegaConf.to_yaml(cfg).encode())
+    write_atomic(folder.path / "config.yaml", OmegaConf.to_yaml(spec.config).encode())
     folder.update(
         status="running",
-        task=cfg.task.name,
-        sampler=sampler_label(cfg),
-        sampler_name=cfg.sampler.name,
-        seed=int(cfg.seed),
-        budget=cfg.budget.name,
-        config_hash=config_hash(cfg),
-        comparison_hash=comparison_hash(cfg),
+        task=spec.task,
+        sampler=spec.sampler.label,
+        sampler_name=spec.sampler.name,
+        seed=spec.seed,
+        budget=spec.budget.name,
+        config_hash=spec.config_hash,
+        comparison_hash=spec.comparison_hash,
         sampler_hyperparameters=state.sampler.hyperparameters(),
         data=data.variant,
         stand_in_data=data.stand_in,
@@ -88,7 +87,7 @@ def run_started(
         **host_info(),
         started=folder.info().get("started", now()),
         resumed_from_kimg=state.nimg / 1000 if resumed else None,
-        total_kimg=total_nimg / 1000,
+        total_kimg=spec.budget.total_nimg / 1000,
         error=None,
     )
 

@@ -6,7 +6,10 @@ A run directory holds
   stats.jsonl     one row per training tick
   sampler.jsonl   the sampler's density at every rebuild (once for fixed samplers)
   records.jsonl   tidy evaluation rows (one per run × evaluation point × metric × solver grid), one file
-                  per run, in the schema of ``evaluation_row``
+                  per run, in the schema of ``evaluation_row``; each row names its protocol: solver grid,
+                  steps, NFE, generated samples, reference examples and the size of the reference split
+                  they were drawn from (rows written before ``steps`` and ``reference_split`` existed are
+                  read as the run's own protocol, see ``suite.results``)
   checkpoints/    see ``suite.checkpoint``
   snapshots/      the EMA network and sampler state at each evaluation point (``suite eval`` re-scores them)
 JSON files are replaced atomically (write to a temporary file, fsync, rename). JSONL rows are appended
@@ -17,25 +20,40 @@ is ever written twice.
 Every write through this module into a folder with a registered write guard (:func:`guard_writes`: the
 run lease of ``suite.lease`` registers its ownership check for the run directory it holds) calls the guard
 first, and again just before a replacing rename; a guard refuses the write by raising.
+Links. The run's own files and folders (``OWN_FILES``, ``OWN_FOLDERS``) are never read or written through
+a symbolic link: JSONL files are opened with ``O_NOFOLLOW``, an atomic replace renames over a link rather
+than writing through it, and a launch refuses a run folder where any of them is a link
+(:meth:`RunDirectory.refuse_links`), naming it, since a write or a clean-up there would land outside the
+run folder.
+
+Any bytes. A JSONL line is a record when it is UTF-8, parses as JSON (``json.loads``, so within Python's
+4300-digit limit on integers and its recursion limit) and is an object. A last line that is not one is
+taken as torn by a kill and dropped silently: readers skip it, a resume removes it, and so does the next
+append when it lacks its newline (as a torn line does). Every other line that is not a record is skipped
+with a warning on stderr naming the file and the line, once per line per read, and kept on disk (a
+resumed run's rewrite keeps it), so that nothing is lost silently.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import json
 import os
 import platform
 import socket
 import subprocess
+import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from suite.task import MetricSpec
+    from suite.metrics import MetricSpec
 
 SCHEMA_VERSION = 2
 RUN_STATUSES = ("pending", "running", "interrupted", "done", "failed")
@@ -49,13 +67,17 @@ TRACKED_PACKAGES = (
     "torch-fidelity",
     "submitit",
 )
+# What a run writes in its folder: never read or written through a link.
+OWN_FILES = ("run.json", "config.yaml", "records.jsonl", "stats.jsonl", "sampler.jsonl")
+OWN_FOLDERS = ("checkpoints", "snapshots")
 
 
 EVALUATION_COLUMNS = (
     "schema_version", "task", "modality", "budget", "sampler", "seed", "nimg", "kimg",
     "metric", "metric_label", "paper_metric", "substitute_metric", "higher_is_better", "value", "extra",
-    "stand_in_data", "data", "data_fingerprint", "solver", "grid", "nfe", "n_samples", "n_reference",
-    "guidance", "importance_weighting", "comparison_hash", "config_hash", "eval_seconds", "wall_time",
+    "stand_in_data", "data", "data_fingerprint", "solver", "grid", "steps", "nfe", "n_samples", "n_reference",
+    "reference_split", "guidance", "importance_weighting", "comparison_hash", "config_hash", "eval_seconds",
+    "wall_time",
 )  # fmt: skip
 
 
@@ -69,8 +91,8 @@ def evaluation_row(*, nimg: int, spec: MetricSpec, result: dict[str, float], **f
         "kimg": nimg / 1000,
         "metric": spec.name,
         "metric_label": spec.label,
-        "paper_metric": spec.paper,
-        "substitute_metric": not spec.paper,
+        "paper_metric": spec.published is not None,
+        "substitute_metric": spec.substitutes is not None,
         "higher_is_better": spec.higher_is_better,
         "value": float(result["value"]),
         "extra": extra,
@@ -106,6 +128,38 @@ def check_write(path: str | os.PathLike) -> None:
             check()
 
 
+class LinkedRunFile(ValueError):
+    """One of a run folder's own files or folders is a symbolic link."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        try:
+            target = f" (to {os.readlink(path)})"
+        except OSError:
+            target = ""
+        super().__init__(
+            f"{path} is a symbolic link{target}; the suite reads and writes a run folder's own files and "
+            "folders (records, stats, checkpoints/, snapshots/) only as themselves, never through a link: "
+            "replace the link with a copy of what it points to, or remove it, and re-run"
+        )
+        self.path = Path(path)
+
+
+def refuse_link(path: str | os.PathLike) -> None:
+    """Raise :class:`LinkedRunFile` when ``path`` is a symbolic link (dangling or not)."""
+    if Path(path).is_symlink():
+        raise LinkedRunFile(path)
+
+
+def _open_own(path: Path, flags: int) -> int:
+    """``os.open`` that never follows a link at ``path`` (``O_NOFOLLOW``); a link raises LinkedRunFile."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise LinkedRunFile(path) from None
+        raise
+
+
 def _fsync_dir(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY)
     try:
@@ -115,7 +169,8 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def write_atomic(path: str | os.PathLike, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that readers see the old or the new file, never a torn one."""
+    """Replace ``path`` with ``data`` so that readers see the old or the new file, never a torn one; a link
+    at ``path`` is replaced, not written through."""
     path = Path(path)
     check_write(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -144,18 +199,70 @@ def read_json(path: str | os.PathLike) -> Any:
     return json.loads(Path(path).read_text())
 
 
-def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """All rows of a JSONL file ([] if absent); a torn last line (a kill mid-append) is skipped."""
+def parse_record(line: bytes) -> tuple[dict[str, Any] | None, str]:
+    """(the record, "") of one JSONL line, or (None, why it is not one)."""
+    try:
+        row = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        return None, f"invalid UTF-8 at byte {err.start}"
+    except (ValueError, RecursionError) as err:
+        return None, f"not JSON: {str(err).splitlines()[0][:100]}"
+    if not isinstance(row, dict):
+        return None, f"a JSON {type(row).__name__}, not an object"
+    return row, ""
+
+
+@dataclass(frozen=True)
+class JsonlLine:
+    """One non-empty line of a JSONL file: its 1-based number, bytes, and record (None if unreadable)."""
+
+    number: int
+    raw: bytes
+    row: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class JsonlContent:
+    """What a JSONL file holds: its records, the numbers of the lines that are not records (other than a
+    torn last one, which sets ``torn``), and every other non-empty line in order."""
+
+    rows: list[dict[str, Any]]
+    unreadable: list[int]
+    torn: bool
+    lines: list[JsonlLine]
+
+
+def scan_jsonl(path: str | os.PathLike) -> JsonlContent:
+    """Every line of a JSONL file (empty content if absent), without following a link (LinkedRunFile);
+    each unreadable line other than a torn last one is reported on stderr (module docstring)."""
     path = Path(path)
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
+    try:
+        fd = _open_own(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return JsonlContent([], [], False, [])
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read()
+    pieces = data.split(b"\n")
+    last = max((i for i, raw in enumerate(pieces) if raw.strip()), default=-1)
+    lines, unreadable, torn = [], [], False
+    for i, raw in enumerate(pieces):
+        if not raw.strip():
             continue
-    return rows
+        row, why = parse_record(raw)
+        if row is None and i == last:  # torn by a kill mid-append, or garbage where it would be
+            torn = True
+            continue
+        if row is None:
+            unreadable.append(i + 1)
+            print(f"warning: {path} line {i + 1} is not a record ({why}); skipped", file=sys.stderr)
+        lines.append(JsonlLine(i + 1, raw, row))
+    rows = [line.row for line in lines if line.row is not None]
+    return JsonlContent(rows, unreadable, torn, lines)
+
+
+def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """All records of a JSONL file ([] if absent); see :func:`scan_jsonl`."""
+    return scan_jsonl(path).rows
 
 
 def write_jsonl(path: str | os.PathLike, rows: Iterable[dict[str, Any]]) -> None:
@@ -165,26 +272,42 @@ def write_jsonl(path: str | os.PathLike, rows: Iterable[dict[str, Any]]) -> None
 
 
 def append_jsonl(path: str | os.PathLike, rows: Iterable[dict[str, Any]]) -> None:
-    """Append rows (one JSON object per line) and fsync."""
+    """Append rows (one JSON object per line) and fsync, never through a link (``O_NOFOLLOW``). A last line
+    without its newline is first dropped when it is torn (not a record), or ended when it is a record, so
+    that the new rows never join it."""
     path = Path(path)
     check_write(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        handle.write("".join(json.dumps(row, sort_keys=True, default=str) + "\n" for row in rows))
+    data = "".join(json.dumps(row, sort_keys=True, default=str) + "\n" for row in rows).encode()
+    fd = _open_own(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+    with os.fdopen(fd, "r+b") as handle:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            start = handle.read().rfind(b"\n") + 1
+            if parse_record(os.pread(fd, size - start, start))[0] is None:
+                os.ftruncate(fd, start)
+            else:
+                data = b"\n" + data
+        handle.write(data)
         handle.flush()
-        os.fsync(handle.fileno())
+        os.fsync(fd)
+
+
+def _written_after(row: dict[str, Any] | None, max_nimg: int) -> bool:
+    """Whether a record's ``nimg`` is a number past ``max_nimg`` (unreadable lines and records without a
+    numeric ``nimg`` are not: they are kept as they are)."""
+    nimg = None if row is None else row.get("nimg", 0)
+    return isinstance(nimg, int | float) and not isinstance(nimg, bool) and nimg > max_nimg
 
 
 def truncate_jsonl(path: str | os.PathLike, max_nimg: int) -> None:
     """Keep the rows up to the checkpoint a run resumes from (``nimg`` ≤ ``max_nimg``), dropping a torn
-    last line; the file is rewritten atomically only when something is dropped."""
-    path = Path(path)
-    if not path.is_file():
-        return
-    lines = [line for line in path.read_text().splitlines() if line.strip()]
-    kept = [row for row in read_jsonl(path) if row.get("nimg", 0) <= max_nimg]
-    if len(kept) != len(lines):
-        write_jsonl(path, kept)
+    last line and keeping unreadable lines as they are; the file is rewritten atomically only when
+    something is dropped."""
+    content = scan_jsonl(path)
+    kept = [line for line in content.lines if not _written_after(line.row, max_nimg)]
+    if content.torn or len(kept) != len(content.lines):
+        write_atomic(path, b"".join(line.raw + b"\n" for line in kept))
 
 
 def now() -> str:
@@ -270,7 +393,7 @@ class RunDirectory:
             return {}
         try:
             info = read_json(self.run_json)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # not UTF-8, not JSON, or past Python's int-string limit
             info = None
         if not isinstance(info, dict):
             warnings.warn(f"{self.run_json} is not a JSON object; the run counts as unrecorded", stacklevel=2)
@@ -288,6 +411,12 @@ class RunDirectory:
         info = self.info() | fields | {"schema_version": SCHEMA_VERSION, "updated": now()}
         write_json(self.run_json, info)
         return info
+
+    def refuse_links(self) -> None:
+        """Raise :class:`LinkedRunFile` naming the first of the run's own files and folders that is a link:
+        a write through it would land outside the run folder, a clean-up or prune would delete there."""
+        for name in (*OWN_FILES, *OWN_FOLDERS):
+            refuse_link(self.path / name)
 
     def rows(self) -> list[dict[str, Any]]:
         """The tidy evaluation rows of this run."""

@@ -4,12 +4,15 @@ A plugin is one module that decorates its class with ``@REGISTRY.register("name"
 modules (every module of ``baselines/`` plus ``suite.infonoise`` for samplers, every module of ``tasks/``
 for tasks) are imported on the first lookup, and third-party packages can add modules through the
 entry-point groups ``infonoise_suite.samplers`` / ``infonoise_suite.tasks``. Adding a plugin therefore
-needs no edit to any existing file.
+needs no edit to any existing file. A registry may check each class when it is registered (the task
+registry checks the task contract): a class that fails is refused with a ``ContractError`` naming it and
+each of its problems.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
@@ -25,20 +28,40 @@ class UnknownNameError(KeyError):
         return str(self.args[0])
 
 
-class Registry(Generic[T]):
-    """A registry of named plugin classes of one kind, filled lazily from plugin packages."""
+class ContractError(ValueError):
+    """Raised when a plugin class does not meet its registry's contract; the message names the class and
+    each missing or invalid member with its valid choices."""
 
-    def __init__(self, kind: str, packages: tuple[str, ...], entry_point_group: str) -> None:
+
+class Registry(Generic[T]):
+    """A registry of named plugin classes of one kind, filled lazily from plugin packages; ``check`` (if
+    given) returns the problems of a class, and a class with any is refused at registration."""
+
+    def __init__(
+        self,
+        kind: str,
+        packages: tuple[str, ...],
+        entry_point_group: str,
+        check: Callable[[type], list[str]] | None = None,
+    ) -> None:
         self.kind = kind
         self._packages = packages
         self._group = entry_point_group
+        self._check = check
         self._entries: dict[str, type[T]] = {}
         self._discovered = False
 
     def register(self, name: str) -> Callable[[type[T]], type[T]]:
-        """Class decorator that registers ``cls`` under ``name`` (names are unique)."""
+        """Class decorator that registers ``cls`` under ``name`` (names are unique) once it passes the
+        registry's check."""
 
         def decorate(cls: type[T]) -> type[T]:
+            problems = self._check(cls) if self._check is not None else []
+            if problems:
+                where = f"{getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', cls)!s}"
+                raise ContractError(
+                    f"{self.kind} class {where} (registered as {name!r}) is refused: " + "; ".join(problems)
+                )
             existing = self._entries.get(name)
             if existing is not None and existing.__qualname__ != cls.__qualname__:
                 raise ValueError(f"{self.kind} name {name!r} is already taken by {existing.__module__}")
@@ -77,3 +100,13 @@ class Registry(Generic[T]):
     def __iter__(self) -> Iterator[tuple[str, type[T]]]:
         self._discover()
         return iter(sorted(self._entries.items()))
+
+
+PLUGINS_ENV = "SUITE_PLUGINS"
+
+
+def import_plugins() -> None:
+    """Import the modules named in ``$SUITE_PLUGINS`` (comma list), e.g. extra feature extractors."""
+    for name in os.environ.get(PLUGINS_ENV, "").split(","):
+        if name.strip():
+            importlib.import_module(name.strip())

@@ -8,6 +8,14 @@ budget (``suite.config.compose_run``), and every key whose value differs becomes
 records are tied to their config by ``config_hash``, re-running the command with the same code (the git SHA
 of run.json) gives the same records; a run whose config no longer composes (a key was removed since) gets
 its config's path instead of a command.
+
+Rows that ``suite eval`` re-scored on another solver grid or step count (``suite.results``) are listed on a
+line of their own under the run, labelled with that protocol, and the ``suite eval`` command that adds them
+follows the ``suite run`` commands (``--kimg`` and ``--metric`` when it re-scored one point or one metric).
+A done run whose records stop short (``suite.results``) is flagged "records incomplete" in the tables'
+cells, in a list below the tables, and in its status in the records section, with the reason.
+After the two tables comes the table of ``suite.statistics``: every final quality, paired difference and
+time-to-target ratio with its 95% confidence interval over seeds, and a verdict per sampler.
 """
 
 from __future__ import annotations
@@ -23,11 +31,13 @@ import pandas as pd
 
 from suite.plots import ProfileFn, Run, discover_runs, figure_stem, write_figures
 from suite.records import now, write_atomic
+from suite.statistics import STATISTICS_CAPTION, statistics_table
 from suite.table import (
     COMPARISON_CAPTION,
     NO_TARGET,
     TARGET_BASELINES,
     comparison_table,
+    incomplete_note,
     load_published,
     load_records,
     parse_targets,
@@ -114,6 +124,19 @@ def _records_cell(rows: pd.DataFrame) -> str:
     return ", ".join(f"{k:g}: {v:.4g}" for k, v in zip(rows["kimg"], rows["value"], strict=True))
 
 
+def eval_command(run_dir: Path, rows: pd.DataFrame, own: pd.DataFrame) -> str:
+    """The ``suite eval`` command that re-scores a run's snapshots as ``rows`` (one protocol) were; ``own``
+    are the run's own-protocol rows (its evaluation points and metrics)."""
+    parts = ["suite", "eval", str(run_dir), "--grid", str(rows["grid"].iloc[0])]
+    parts += ["--steps", str(int(rows["steps"].iloc[0]))]
+    kimg, metrics = sorted(set(rows["kimg"])), sorted(set(rows["metric"]))
+    if len(kimg) == 1 and len(set(own["kimg"])) > 1:
+        parts += ["--kimg", f"{kimg[0]:g}"]
+    if len(metrics) == 1 and len(set(own["metric"])) > 1:
+        parts += ["--metric", metrics[0]]
+    return shlex.join(parts)
+
+
 def _provenance(runs: list[Run]) -> str:
     """Code version, devices, torch version and data of a comparison's runs."""
 
@@ -138,25 +161,32 @@ def records_section(results: Path, records: pd.DataFrame) -> list[str]:
         "Overrides are the keys where the run's `config.yaml` differs from the default config.",
         "",
     ]
+    incomplete = records.attrs.get("records_incomplete", {})
     for folder, runs in discover_runs(results).items():
         origin = [p for p in folder.relative_to(results).parts[:-1] if p != "runs"]
         target = str(results.joinpath(*origin))
         lines += [f"### `{folder.relative_to(results)}`", "", _provenance(runs), ""]
         table = []
+        rescored = []
         order = sampler_order([r.label for r in runs])
         for run in sorted(runs, key=lambda r: (order.index(r.label), r.seed)):
-            rows = records[records["run_dir"] == str(run.path)].sort_values("kimg")
-            metric = ", ".join(sorted(set(rows["metric"]))) or "–"
-            table.append(
-                {
-                    "sampler": run.label,
-                    "seed": run.seed,
-                    "status": run.info.get("status", "unknown"),
-                    "metric": metric,
-                    "records (kimg: value)": _records_cell(rows),
-                    "run directory": str(run.path.relative_to(results)),
-                }
-            )
+            mine = records[records["run_dir"] == str(run.path)].sort_values("kimg")
+            status = run.info.get("status", "unknown")
+            if str(run.path) in incomplete:
+                status = f"{status}, records incomplete ({incomplete[str(run.path)]})"
+            for protocol, rows in list(mine.groupby("protocol", sort=True)) or [("", mine)]:
+                table.append(
+                    {
+                        "sampler": f"{run.label} (re-scored: {protocol})" if protocol else run.label,
+                        "seed": run.seed,
+                        "status": status,
+                        "metric": ", ".join(sorted(set(rows["metric"]))) or "–",
+                        "records (kimg: value)": _records_cell(rows),
+                        "run directory": str(run.path.relative_to(results)),
+                    }
+                )
+                if protocol:
+                    rescored.append(eval_command(run.path, rows, mine[mine["protocol"] == ""]))
         lines += [to_markdown(pd.DataFrame(table)), "", "```bash"]
         for label in order:
             group = [r for r in runs if r.label == label]
@@ -165,7 +195,7 @@ def records_section(results: Path, records: pd.DataFrame) -> list[str]:
             except (ValueError, KeyError) as err:
                 where = group[0].path / "config.yaml"
                 lines.append(f"# {label}: config no longer composes ({err}); see {where}")
-        lines += ["```", ""]
+        lines += [*rescored, "```", ""]
     return lines
 
 
@@ -196,6 +226,9 @@ def write_report(
         "",
         render(time_to_target_table(records, budget, targets), "md", target_caption(targets), NO_TARGET),
         "",
+        render(statistics_table(records, budget, targets), "md", STATISTICS_CAPTION),
+        "",
+        incomplete_note(records),
         "## Figures",
         "",
     ]

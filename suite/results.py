@@ -6,12 +6,28 @@ layout ``runs/<task>-<budget>-<comparison hash>/<sampler label>/seed<k>/`` of ``
 copied under another folder such as ``gpu/``: the folders between the root and ``runs/`` are the run's
 *origin*). The table, the figures, the report and ``suite status`` all read through this module; the row
 schema is ``suite.records.EVALUATION_COLUMNS``.
+
+Protocol. Every row is scored with a solver grid at a number of steps. A run's own protocol is the one its
+training loop evaluates with: Karras's grid at its config's ``task.solver_steps``. Rows that ``suite eval``
+adds on another grid or step count carry a ``protocol`` label ("InfoGrid, 18 steps", "Karras, 8 steps");
+own-protocol rows carry "". Rows written before rows recorded their steps get them back from their NFE
+(Heun: N = (NFE + 1)/2, Euler: N = NFE; ``suite.solvers.nfe``), or else are read as the run's own; rows
+without a grid were on Karras's grid. A run without ``config.yaml`` takes the steps of its first row as its
+own: the training loop writes that row, since ``suite eval`` re-scores only finished runs.
+Records incomplete. A ``done`` run whose records stop short is flagged with the reason
+(:attr:`RunRecord.records_incomplete`, the ``records_incomplete`` column), so that every view shows it
+instead of averaging it in silently: records.jsonl or stats.jsonl hold lines that are not records (a torn
+last line aside, see ``suite.records``) or are links; no evaluation row at all; and, where config.yaml
+gives the budget (``budget.kimg``, ``batch``, ``eval_points``), a metric without a row at one of the
+budget's evaluation points (``suite.schedule.evaluation_points``) or stats that stop before the budget's
+last processed example.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,11 +36,19 @@ import numpy as np
 import pandas as pd
 from omegaconf import OmegaConf
 
-from suite.records import EVALUATION_COLUMNS, RunDirectory, read_jsonl
+from suite.records import (
+    EVALUATION_COLUMNS,
+    JsonlContent,
+    LinkedRunFile,
+    RunDirectory,
+    scan_jsonl,
+)
+from suite.schedule import evaluation_points
 
 RUN_FILES = ("run.json", "records.jsonl", "slurm.json")
-RUN_COLUMNS = ("run_dir", "origin", "status", "sampler_name", "total_kimg")
+RUN_COLUMNS = ("run_dir", "origin", "status", "sampler_name", "total_kimg", "records_incomplete")
 FLAG_COLUMNS = ("higher_is_better", "stand_in_data", "substitute_metric", "paper_metric")
+GRID_LABELS = {"karras": "Karras", "infogrid": "InfoGrid", "infogrid-rescaled": "InfoGrid rescaled"}
 
 
 def base_name(label: str) -> str:
@@ -71,14 +95,63 @@ class RunRecord:
         """Registered sampler name."""
         return str(self.info.get("sampler_name") or base_name(self.label))
 
+    @functools.cached_property
+    def _records(self) -> JsonlContent | LinkedRunFile:
+        return _scan(self.path / "records.jsonl")
+
+    @functools.cached_property
+    def _stats(self) -> JsonlContent | LinkedRunFile:
+        return _scan(self.path / "stats.jsonl")
+
     def rows(self) -> list[dict[str, Any]]:
-        return read_jsonl(self.path / "records.jsonl")
+        """The evaluation rows (read once; [] for a linked records.jsonl, which is reported)."""
+        return [] if isinstance(self._records, LinkedRunFile) else self._records.rows
 
     def stats(self) -> list[dict[str, Any]]:
-        return read_jsonl(self.path / "stats.jsonl")
+        """The stats rows (read once; [] for a linked stats.jsonl, which is reported)."""
+        return [] if isinstance(self._stats, LinkedRunFile) else self._stats.rows
+
+    @functools.cached_property
+    def records_incomplete(self) -> str:
+        """Why a ``done`` run's records stop short ('' when they do not, and for any other status)."""
+        if self.status != "done":
+            return ""
+        reasons = []
+        for name, content in (("records.jsonl", self._records), ("stats.jsonl", self._stats)):
+            if isinstance(content, LinkedRunFile):
+                reasons.append(f"{name} is a link, not read")
+            elif content.unreadable:
+                reasons.append(f"{name} line(s) {', '.join(map(str, content.unreadable))} unreadable")
+        rows, budget = self.rows(), self.config.get("budget") or {}
+        if not rows:
+            reasons.append("no evaluation rows")
+        if all(key in budget for key in ("kimg", "batch", "eval_points")):
+            total = int(round(float(budget["kimg"]) * 1000))
+            points = evaluation_points(total, int(budget["batch"]), int(budget["eval_points"]))
+            for metric in sorted({str(row.get("metric")) for row in rows}):
+                seen = {row.get("nimg") for row in rows if str(row.get("metric")) == metric}
+                missing = [p for p in points if p not in seen]
+                if missing:
+                    kimg = ", ".join(f"{p / 1000:g}" for p in missing)
+                    reasons.append(f"{metric}: no row at kimg {kimg} of {len(points)} evaluation points")
+            reached = max((r["nimg"] for r in self.stats() if isinstance(r.get("nimg"), int)), default=0)
+            if reached < total:
+                reasons.append(f"stats stop at kimg {reached / 1000:g} of {total / 1000:g}")
+        return "; ".join(reasons)
 
     def sampler_log(self) -> list[dict[str, Any]]:
-        return read_jsonl(self.path / "sampler.jsonl")
+        """The sampler's density log ([] for a linked sampler.jsonl, which is reported)."""
+        content = _scan(self.path / "sampler.jsonl")
+        return [] if isinstance(content, LinkedRunFile) else content.rows
+
+
+def _scan(path: Path) -> JsonlContent | LinkedRunFile:
+    """A JSONL file's content, or the refusal of a link (reported on stderr)."""
+    try:
+        return scan_jsonl(path)
+    except LinkedRunFile as err:
+        print(f"warning: {err}", file=sys.stderr)
+        return err
 
 
 def origin_of(root: Path, run_dir: Path) -> str:
@@ -107,13 +180,18 @@ def by_comparison(runs: list[RunRecord]) -> dict[Path, list[RunRecord]]:
 
 
 def records_frame(results: str | Path) -> pd.DataFrame:
-    """Every evaluation row under ``results`` as one frame, with per-run columns ``RUN_COLUMNS``.
+    """Every evaluation row under ``results`` as one frame, with per-run columns ``RUN_COLUMNS``, and in
+    ``attrs["records_incomplete"]`` the reason of every run flagged (module docstring), rows or none.
 
     Rows written before the metric spec carried a label (schema 1) get ``paper_metric`` = not substitute
     and the metric name as label; rows without a grid were on Karras's grid.
     """
     rows = []
-    for run in find_runs(results):
+    runs = find_runs(results)
+    incomplete = {}
+    for run in runs:
+        if run.records_incomplete:
+            incomplete[str(run.path)] = run.records_incomplete
         for row in run.rows():
             rows.append(
                 row
@@ -123,6 +201,7 @@ def records_frame(results: str | Path) -> pd.DataFrame:
                     "status": run.status,
                     "sampler_name": run.info.get("sampler_name") or base_name(str(row.get("sampler", ""))),
                     "total_kimg": run.info.get("total_kimg", math.nan),
+                    "records_incomplete": run.records_incomplete,
                 }
             )
     df = pd.DataFrame(rows)
@@ -140,4 +219,34 @@ def records_frame(results: str | Path) -> pd.DataFrame:
         for flag in FLAG_COLUMNS:
             df[flag] = df[flag].fillna(False).astype(bool)
     df["data_key"] = np.where(df["stand_in_data"].astype(bool), df["data"].astype(object), "")
+    df = with_protocol(df, {str(run.path): own_steps(run) for run in runs})
+    df.attrs["records_incomplete"] = incomplete
     return df
+
+
+def own_steps(run: RunRecord) -> float:
+    """The solver steps of a run's own evaluations: ``task.solver_steps`` of its config (NaN without one)."""
+    steps = run.config.get("task", {}).get("solver_steps")
+    return math.nan if steps is None else float(steps)
+
+
+def protocol_label(grid: str, steps: float) -> str:
+    """ "InfoGrid, 18 steps": the solver grid and step count a row was scored with."""
+    name = GRID_LABELS.get(grid, grid)
+    return name if math.isnan(steps) else f"{name}, {int(steps)} steps"
+
+
+def with_protocol(df: pd.DataFrame, own: dict[str, float]) -> pd.DataFrame:
+    """``df`` with ``steps`` filled in, the run's ``own_steps`` and each row's ``protocol`` label ("" for the
+    run's own protocol: Karras's grid at its own steps); ``own`` maps run_dir to its config's steps (NaN:
+    the steps of the run's first row, in file order)."""
+    if df.empty:
+        return df.assign(own_steps=pd.Series(dtype=float), protocol=pd.Series(dtype=object))
+    nfe = pd.to_numeric(df["nfe"], errors="coerce")
+    from_nfe = np.select([df["solver"] == "heun", df["solver"] == "euler"], [(nfe + 1) / 2, nfe], np.nan)
+    steps = pd.to_numeric(df["steps"], errors="coerce").fillna(pd.Series(from_nfe, index=df.index))
+    own_of = df["run_dir"].map(own).astype(float).fillna(steps.groupby(df["run_dir"]).transform("first"))
+    steps = steps.fillna(own_of)
+    is_own = (df["grid"] == "karras") & (own_of.isna() | (steps == own_of))
+    labels = [protocol_label(g, s) for g, s in zip(df["grid"], steps, strict=True)]
+    return df.assign(steps=steps, own_steps=own_of, protocol=np.where(is_own, "", labels))

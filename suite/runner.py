@@ -6,7 +6,9 @@ one comparison shares the directory of its comparison hash, and the comparison's
 once to ``comparison.json`` there. A run whose record says done is skipped, so re-running a command
 resumes what is unfinished and does nothing more; a run that another live process trains (it holds the
 run's lease, ``suite.lease``) is skipped with a line naming that process, and the next run starts. A run
-whose lease was taken over while it trained stops at its next write, and the next run starts.
+whose lease was taken over while it trained stops at its next write, and the next run starts. A stop
+request (``suite.stopping``) ends the launch with status 130: a run that trains checkpoints and stops, and
+a request that arrives between runs starts no further run.
 
 A local launch ends with one line per run (its outcome: done, done already, failed, busy, lease lost,
 interrupted, not started) and exits with ``EXIT_DONE`` (0) when every run is done, ``EXIT_FAILED`` (1)
@@ -35,6 +37,7 @@ uses (``suite.assembly``), without loading data, and reports every invalid value
 
 from __future__ import annotations
 
+import functools
 import json
 import multiprocessing
 import os
@@ -52,22 +55,21 @@ from omegaconf import DictConfig, OmegaConf
 from suite.assembly import build_loss_weight, build_model, build_noise_sampler, build_task
 from suite.config import (
     comparison_config,
-    comparison_hash,
     compose_run,
     config_hash,
     expand_sweeps,
     group_options,
-    sampler_label,
     to_dict,
 )
 from suite.lease import LeaseLost, RunBusy
 from suite.records import RunDirectory, read_json, write_json
 from suite.sampler import SAMPLERS
-from suite.spec import RunSpec, read_spec, run_spec
+from suite.spec import RunSpec, SpecError, read_spec
+from suite.stopping import EXIT_INTERRUPTED, STOP_SIGNALS, Interrupted, check
 from suite.task import TASKS
-from suite.training import STOP_SIGNALS, Interrupted, train
+from suite.training import train
 
-EXIT_DONE, EXIT_FAILED, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 3, 130
+EXIT_DONE, EXIT_FAILED, EXIT_BUSY = 0, 1, 3
 
 
 @dataclass
@@ -77,9 +79,13 @@ class PlannedRun:
     cfg: DictConfig
     run_dir: Path
 
+    @functools.cached_property
+    def _read(self) -> tuple[RunSpec, list[str]]:
+        return read_spec(self.cfg)
+
     @property
     def label(self) -> str:
-        return f"{self.cfg.task.name}/{self.cfg.budget.name}/{sampler_label(self.cfg)}/seed{self.cfg.seed}"
+        return self._read[0].label
 
     @property
     def status(self) -> str:
@@ -87,7 +93,11 @@ class PlannedRun:
 
     @property
     def spec(self) -> RunSpec:
-        return run_spec(self.cfg)
+        """The run's spec; raises SpecError naming its invalid values."""
+        spec, problems = self._read
+        if problems:
+            raise SpecError(problems)
+        return spec
 
 
 def resolve_samplers(spec: str) -> list[str]:
@@ -110,9 +120,9 @@ def resolve_task(name: str) -> str:
     return name
 
 
-def comparison_dir(results: str | Path, cfg: DictConfig) -> Path:
-    """Folder shared by every run of the comparison ``cfg`` belongs to."""
-    return Path(results) / "runs" / f"{cfg.task.name}-{cfg.budget.name}-{comparison_hash(cfg)}"
+def comparison_dir(results: str | Path, spec: RunSpec) -> Path:
+    """Folder shared by every run of the comparison ``spec`` belongs to."""
+    return Path(results) / "runs" / f"{spec.task}-{spec.budget.name}-{spec.comparison_hash}"
 
 
 def plan_runs(
@@ -133,7 +143,8 @@ def plan_runs(
         for sampler in resolve_samplers(samplers):
             for seed in range(first_seed, first_seed + seeds):
                 cfg = compose_run(task, sampler, budget, [*sweep, f"seed={seed}", f"results={results}"])
-                run_dir = comparison_dir(results, cfg) / sampler_label(cfg) / f"seed{seed}"
+                spec = read_spec(cfg)[0]
+                run_dir = comparison_dir(results, spec) / spec.sampler.label / f"seed{seed}"
                 runs.append(PlannedRun(cfg, run_dir))
     check_comparisons(runs)
     return runs
@@ -170,7 +181,7 @@ def run_problems(cfg: DictConfig, networks: set[str] | None = None) -> list[str]
         build_noise_sampler(spec, build_loss_weight(spec))
     except (ValueError, TypeError, KeyError) as err:
         problems.append(f"sampler {spec.sampler.name}: {err}")
-    key = json.dumps([to_dict(cfg)["task"], spec.budget.size], sort_keys=True, default=str)
+    key = json.dumps([to_dict(spec.task_cfg), spec.budget.size], sort_keys=True, default=str)
     if networks is None or key not in networks:
         try:
             build_model(spec, build_task(spec), "meta")
@@ -275,6 +286,13 @@ def run_local(runs: list[PlannedRun]) -> int:
             print(f"done already: {run.label}")
             outcomes.append(("done already", run, ""))
             continue
+        try:
+            check(f"before {run.label}")
+        except Interrupted as stop:
+            print(stop, flush=True)
+            interrupted = True
+            outcomes.append(("interrupted", run, str(stop)))
+            continue
         print(f"== {run.label} -> {run.run_dir}", flush=True)
         cfg_dict = OmegaConf.to_container(run.cfg, resolve=True)
         outcome, why = attempt(cfg_dict, str(run.run_dir))  # type: ignore[arg-type]
@@ -316,7 +334,7 @@ def child_environment(**variables: str) -> Iterator[None]:
 def _packed_child(cfg_dict: dict[str, Any], run_dir: str, report: Connection) -> None:
     """Entry point of one packed run's process: import ``$SUITE_PLUGINS``, launch the run as
     :func:`attempt` does, and send its (outcome, why) to the launcher."""
-    from suite.slurm import import_plugins
+    from suite.registry import import_plugins
 
     import_plugins()
     outcome = attempt(cfg_dict, run_dir)

@@ -15,8 +15,12 @@
 * every submitted run gets ``slurm.json`` in its directory (job id, array index, log files, submit time),
   which ``suite status`` reads to ask ``sacct`` about the job.
 
+``suite run --study FILE --dry-run --launcher slurm`` prints the arrays that would be submitted
+(:func:`describe_arrays`) and submits nothing.
+
 Requeue and preemption. Each job runs :func:`run_job`, which calls ``suite.runner.run_one``. A run
-checkpoints by itself on SIGTERM and SIGUSR2 and resumes from its newest checkpoint when it starts again,
+checkpoints by itself on SIGTERM, SIGUSR2 and SIGINT (``suite.stopping``, handled from the job's start) and
+resumes from its newest checkpoint when it starts again,
 dropping any record written after that checkpoint, so it never writes a record twice; submitit's own
 checkpoint mechanism is not used (it ignores SIGTERM, which ``scontrol requeue`` and preemption send). When
 the run stops on a signal (in an array task carrying several runs: when any of them did, after all have
@@ -43,7 +47,6 @@ environment to the job, and a profile's ``setup`` lines may export these variabl
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import re
 import subprocess
@@ -56,6 +59,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import yaml
 
 from suite.records import RunDirectory, host_info, now, read_json, write_json
+from suite.registry import import_plugins
+from suite.stopping import EXIT_INTERRUPTED, Interrupted, stop_requests
 
 if TYPE_CHECKING:  # the runner imports torch; `suite status` only needs the helpers here
     from suite.runner import PlannedRun
@@ -64,8 +69,6 @@ PROFILE_DIR = Path(__file__).resolve().parent.parent / "slurm" / "profiles"
 DEFAULT_PROFILE = "local"
 DEFAULT_MAX_ARRAY_SIZE = 1001  # Slurm's default MaxArraySize
 SUBMISSION_FILE = "slurm.json"
-PLUGINS_ENV = "SUITE_PLUGINS"
-EXIT_INTERRUPTED = 130  # as `suite run` exits locally when a run stopped on a signal
 PROFILE_SECTIONS = ("defaults", "modalities", "tasks", "setup", "sbatch")
 
 T = TypeVar("T")
@@ -274,10 +277,10 @@ def _record_submission(run: PlannedRun, job: Any, profile: Profile, resources: R
             "array_job_id": array_id,
             "array_index": int(index) if index else None,
             "submitted": now(),
-            "task": run.cfg.task.name,
-            "budget": run.cfg.budget.name,
+            "task": run.spec.task,
+            "budget": run.spec.budget.name,
             "sampler": run.run_dir.parent.name,
-            "seed": int(run.cfg.seed),
+            "seed": run.spec.seed,
             "stdout": str(job.paths.stdout),
             "stderr": str(job.paths.stderr),
             "profile": profile.name,
@@ -301,7 +304,7 @@ def array_plan(
     check_pack_size(runs_per_task)
     groups: dict[tuple[str, Resources], list[PlannedRun]] = {}
     for run in runs:
-        task = run.cfg.task.name
+        task = run.spec.task
         resources = profile.resources(task, TASKS.get(task).modality, overrides)
         if runs_per_task > 1 and resources.gpus_per_run > 1:
             raise ValueError(
@@ -315,6 +318,28 @@ def array_plan(
         for (task, resources), members in groups.items()
         for part in chunked(chunked(members, runs_per_task), limit)
     ]
+
+
+def describe_arrays(runs: Sequence[PlannedRun], args: argparse.Namespace) -> str:
+    """The job arrays ``submit`` would queue for the runs that are not done (``--dry-run``); whether a run
+    is queued already is looked up only when submitting."""
+    profile = load_profile(args.profile or DEFAULT_PROFILE)
+    todo = [run for run in runs if run.status != "done"]
+    limit = max_array_size()
+    per_task = getattr(args, "runs_per_gpu", 1) or 1
+    arrays = array_plan(todo, profile, flag_overrides(args), limit, per_task)
+    lines = [
+        f"SLURM job arrays (profile {profile.name}, MaxArraySize {limit}): {len(arrays)} array(s) of "
+        f"{len(todo)} run(s); {len(runs) - len(todo)} run(s) done already"
+    ]
+    for task, resources, packs in arrays:
+        first, last = packs[0][0], packs[-1][-1]
+        count = sum(len(pack) for pack in packs)
+        carried = f", {per_task} per array task" if per_task > 1 else ""
+        lines.append(
+            f"  {count} run(s) of {task}{carried} ({resources.describe()}): {first.label} … {last.label}"
+        )
+    return "\n".join(lines)
 
 
 def submit(runs: Sequence[PlannedRun], args: argparse.Namespace) -> int:
@@ -378,13 +403,6 @@ def submit(runs: Sequence[PlannedRun], args: argparse.Namespace) -> int:
 # -- inside the job -------------------------------------------------------------------------------------
 
 
-def import_plugins() -> None:
-    """Import the modules named in ``$SUITE_PLUGINS`` (comma list), e.g. extra feature extractors."""
-    for name in os.environ.get(PLUGINS_ENV, "").split(","):
-        if name.strip():
-            importlib.import_module(name.strip())
-
-
 def _job_state(job_id: str) -> str | None:
     """SLURM's JobState of ``job_id`` (e.g. RUNNING, COMPLETING), None when scontrol fails."""
     out = slurm_command("scontrol", "show", "job", "-o", job_id)
@@ -411,13 +429,13 @@ def requeue_after_interrupt(max_requeues: int) -> str:
 
 def run_job(cfg_dict: dict[str, Any], run_dir: str, max_requeues: int) -> dict[str, Any]:
     """Entry point of one SLURM array task: run (or resume) one run; see the module docstring on requeue."""
-    from suite.runner import run_one
-    from suite.training import Interrupted
-
     main_rank = int(os.environ.get("SLURM_PROCID", "0")) == 0
     try:
-        import_plugins()
-        return run_one(cfg_dict, run_dir)
+        with stop_requests():  # from the job's start: a stop during imports or data loading is clean too
+            from suite.runner import run_one
+
+            import_plugins()
+            return run_one(cfg_dict, run_dir)
     except Interrupted as stop:
         message = requeue_after_interrupt(max_requeues) if main_rank else "not the main rank"
         print(f"{stop}; {message}", file=sys.stderr, flush=True)

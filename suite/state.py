@@ -1,7 +1,7 @@
 """The training state of one run: network, EMA, optimiser and noise sampler, with checkpoint and resume.
 
-The state is built from the run's config and its task: the raw network comes from the task's preset for
-the budget's size (``budget.size``), wrapped in EDM's preconditioning; the loss weight is the task's. A
+The state is built from the run's spec and its task through ``suite.assembly`` (the raw network of the
+task's preset for the budget's size, wrapped in EDM's preconditioning; the task's loss weight). A
 checkpoint holds everything the loop needs to continue bit for bit (see ``suite.schedule`` for why no RNG
 state is needed); resuming is re-running the same command (the EDM2 pattern).
 
@@ -18,48 +18,32 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig
 from torch import nn
 
+from suite.assembly import build_parts
 from suite.checkpoint import load_latest_checkpoint, save_checkpoint
-from suite.config import config_hash, sampler_params
-from suite.diffusion import EDMDenoiser
 from suite.distributed import DistContext
-from suite.sampler import NoiseSampler, build_sampler
+from suite.sampler import NoiseSampler
+from suite.spec import RunSpec
 from suite.task import Task
-from suite.weighting import LossWeight, build_weight
-
-
-def wants_channels_last(net: nn.Module, requested: bool) -> bool:
-    """Whether to lay activations out channels-last: asked for by the budget and supported by the network."""
-    return bool(requested) and bool(getattr(net, "channels_last", False))
+from suite.weighting import LossWeight
 
 
 class TrainingState:
     """Network (preconditioned), EMA copy, Adam and the noise sampler of one run, on the run's device."""
 
-    def __init__(self, cfg: DictConfig, task: Task, ctx: DistContext) -> None:
-        self.cfg = cfg
+    def __init__(self, spec: RunSpec, task: Task, ctx: DistContext) -> None:
+        self.spec = spec
         self.ctx = ctx
         device = ctx.device
-        self.weight: LossWeight = build_weight(cfg.task.loss_weight, float(cfg.task.sigma_data))
-        self.sampler: NoiseSampler = build_sampler(
-            cfg.sampler.name,
-            float(cfg.task.sigma_min),
-            float(cfg.task.sigma_max),
-            self.weight,
-            **sampler_params(cfg),
-        )
-        self.sampler.to(device)
-        torch.manual_seed(int(cfg.seed))  # network initialisation
-        net = task.build_network(task.network_preset(str(cfg.budget.size)))
-        self.channels_last = wants_channels_last(net, cfg.budget.channels_last)
-        self.model = EDMDenoiser(net, float(cfg.task.sigma_data)).to(device)
-        if self.channels_last:
-            self.model = self.model.to(memory_format=torch.channels_last)
+        parts = build_parts(spec, task, device)
+        self.weight: LossWeight = parts.weight
+        self.sampler: NoiseSampler = parts.sampler
+        self.model = parts.model
+        self.channels_last = parts.channels_last
         self.ema = copy.deepcopy(self.model).eval().requires_grad_(False)
         self.optimizer = torch.optim.Adam(
-            self.model.parameters(), lr=float(cfg.budget.lr), betas=(0.9, 0.999), eps=1e-8
+            self.model.parameters(), lr=spec.budget.lr, betas=(0.9, 0.999), eps=1e-8
         )
         ddp = (
             nn.parallel.DistributedDataParallel(
@@ -68,7 +52,8 @@ class TrainingState:
             if ctx.world_size > 1
             else self.model
         )
-        compile_ = bool(cfg.budget.compile) and getattr(net, "compilable", False) and device.type == "cuda"
+        compilable = getattr(self.model.net, "compilable", False)
+        compile_ = spec.budget.compile and compilable and device.type == "cuda"
         self.forward: nn.Module = torch.compile(ddp) if compile_ else ddp
         self.nimg = 0
         self.wall_time = 0.0
@@ -83,7 +68,7 @@ class TrainingState:
             "sampler": self.sampler.state_dict(),
             "wall_time": self.wall_time,
             "tick": {"start_nimg": self.tick_start_nimg, "loss_sum": self.tick_loss_sum},
-            "config_hash": config_hash(self.cfg),
+            "config_hash": self.spec.config_hash,
         }
 
     def save(self, folder: Path) -> None:
@@ -95,7 +80,7 @@ class TrainingState:
         state = load_latest_checkpoint(folder, self.ctx.device)
         if state is None:
             return False
-        if state["config_hash"] != config_hash(self.cfg):
+        if state["config_hash"] != self.spec.config_hash:
             raise ValueError(f"checkpoint in {folder} belongs to another config; use a new results dir")
         self.model.load_state_dict(state["model"])
         self.ema.load_state_dict(state["ema"])

@@ -13,6 +13,9 @@ process gone, or its heartbeat older than the stale limit) and ``unknown`` for o
 ahead of this host's clock by more than ``suite.lease.SKEW_MARGIN_S``, which is shown with the skew. A
 run outside SLURM whose record says running but whose lease is gone or stale was killed, and is shown as
 interrupted; one whose record has not caught up with a live holder yet is shown as running.
+
+A done run whose records stop short (``suite.results``: unreadable record lines, a missing evaluation
+point, stats that stop early) is shown as ``done, records incomplete`` with the reason in ``error``.
 """
 
 from __future__ import annotations
@@ -146,6 +149,8 @@ def collect(results: str | Path) -> pd.DataFrame:
                 if recorded_error
                 else last_error_line(sub.get("stderr")) or f"job {job} ended {slurm_state}"
             )
+        elif status == "done" and run.records_incomplete:
+            status, error = "done, records incomplete", run.records_incomplete
         rows.append(
             {
                 "task": info.get("task", task),

@@ -14,11 +14,21 @@ Rules, so that no number is averaged with one it must not be averaged with:
   published value beside them.
 * Only runs whose ``run.json`` says ``done`` (or that have no run.json) enter the tables: a run stopped
   early would enter with an earlier, worse evaluation point.
+* A row scored with another protocol than the run's own (``suite eval`` on InfoGrid or at another step
+  count; ``suite.results``) is a row of its own, labelled "(re-scored: InfoGrid, 18 steps)", in the
+  comparison table and in time to target; it never enters the own-protocol row's mean, std or crossings.
+  Its final value is the one at the run's final evaluation point.
+* A published value stands beside a measured one only when that was measured with the published protocol
+  (``published_gap``): Karras's grid at the published NFE and, for FID, 50k generated samples against the
+  whole reference split (EDM's protocol, Karras et al. 2022, which ``budget=paper`` follows); otherwise the
+  cell says what differs, "(published 0.94 (50k samples, whole reference split); ours 128 samples, 1024
+  references)". The published sample counts of Sei-FID and MAUVE are not stated, so those cells always
+  say so.
 
 Comparison table: each cell is mean ± sample standard deviation (ddof = 1) over seeds of the final
 evaluation (the row at the run's largest kimg); the best mean of the row by the metric's direction is
 marked ``**…**``; the published value (``results/paper/infonoise_table.csv``: InfoNoise, Raya et al.,
-arXiv 2602.18647) stands beside each measured value of the same task, sampler and metric.
+arXiv 2602.18647) stands beside each measured value of the same task, sampler and metric, as above.
 
 Time to target. Two targets per comparison, each the best final seed-mean quality q* among a set of
 *fixed* (non-adaptive) samplers:
@@ -33,8 +43,12 @@ target are the first crossing of q*, linearly interpolated between evaluation po
 
     k* = k_{i−1} + (q* − v_{i−1})·(k_i − k_{i−1})/(v_i − v_{i−1}),
 
-with i the first point whose v_i is at least as good as q* (k* = k_0 when the first evaluation already
-reaches q*), and "not reached" when no point does. The speed-up of a sampler is k*(T)/k*(sampler), whose
+with i the first point whose v_i is finite and at least as good as q* (k* = k_0 when the first evaluation
+already reaches q*, k* = k_i when v_{i−1} is NaN or ±inf), and "not reached" when no point does. NaN and
+±inf values are shown as such and never ranked: they are never best, never a target, never a crossing, and
+a seed mean with one of them is one too. A sampler with runs whose records are incomplete
+(``suite.results``) has its cells marked "records incomplete", and ``suite table`` lists each such run and
+why below the tables. The speed-up of a sampler is k*(T)/k*(sampler), whose
 numerator is the target sampler T's first crossing of its own final value (its last evaluation, or earlier
 when its curve reached that value before). With several seeds the spread comes from seed pairs: seed k of T
 and seed k of the sampler (the same data order and initialisation), each pair's ratio taken against T's
@@ -44,17 +58,15 @@ The paper reports about 1.4× for InfoNoise on CIFAR-10 and up to 3× under moda
 
 from __future__ import annotations
 
-import argparse
 import math
 import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from suite.results import base_name, records_frame
+from suite.results import GRID_LABELS, base_name, records_frame
 
 PUBLISHED_SAMPLERS = ("logu", "cos", "fm", "edm", "kg", "infonoise")
 PAPER_SAMPLERS = ("logu", "cos", "fm", "edm", "kg", "kg-uncorrected", "infonoise")
@@ -75,7 +87,10 @@ ROW_KEYS = [
     "substitute_metric",
     "data_key",
     "origin",
+    "protocol",
 ]
+PUBLISHED_GRID = "karras"
+PUBLISHED_SAMPLES = {"fid": 50_000}
 
 
 # -- loading -----------------------------------------------------------------------------------------
@@ -86,11 +101,14 @@ def load_records(results: str | Path) -> pd.DataFrame:
 
 
 def final_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """Per run and metric, the row at the run's largest kimg."""
+    """Per run, metric and protocol, the row at the run's final evaluation point: the largest kimg of its
+    own-protocol rows (a re-scored protocol has a final row only where it re-scored that point)."""
     if df.empty:
         return df
-    last = df.groupby(["run_dir", "metric"])["kimg"].transform("max")
-    return df[df["kimg"] == last].drop_duplicates(["run_dir", "metric"], keep="last").reset_index(drop=True)
+    own_kimg = df["kimg"].where(df["protocol"] == "")
+    last = own_kimg.groupby([df["run_dir"], df["metric"]]).transform("max")
+    final = df[df["kimg"] == last]
+    return final.drop_duplicates(["run_dir", "metric", "protocol"], keep="last").reset_index(drop=True)
 
 
 def finished(df: pd.DataFrame, budget: str | None = None) -> pd.DataFrame:
@@ -157,7 +175,8 @@ def _row_labels(keys: pd.DataFrame) -> pd.Series:
         ].transform("nunique")
         > 1
     )
-    return base + np.where(several, " [comparison " + keys["comparison_hash"].astype(str) + "]", "")
+    base = base + np.where(several, " [comparison " + keys["comparison_hash"].astype(str) + "]", "")
+    return base + np.where(keys["protocol"] != "", " (re-scored: " + keys["protocol"].astype(str) + ")", "")
 
 
 def with_row_labels(df: pd.DataFrame) -> pd.DataFrame:
@@ -198,35 +217,103 @@ def load_published(results: str | Path | None = None) -> pd.DataFrame:
     return long[columns].reset_index(drop=True)
 
 
+def _number(value: object) -> float:
+    """A record's count as a float (NaN when the row does not record it)."""
+    number = pd.to_numeric(value, errors="coerce")
+    return math.nan if pd.isna(number) else float(number)
+
+
+def _count(n: float) -> str:
+    """50000 → "50k", 1024 → "1024"."""
+    return f"{int(n) // 1000}k" if n >= 1000 and n % 1000 == 0 else f"{int(n)}"
+
+
+def published_gap(row: pd.Series, paper_nfe: float) -> str:
+    """What separates a measured row from the published protocol; "" when nothing does.
+
+    The published protocol is Karras's grid (``PUBLISHED_GRID``) at the published NFE (``paper_nfe``) and,
+    for a metric of ``PUBLISHED_SAMPLES``, that many generated samples against the whole reference split
+    (the row's ``n_reference`` equals its ``reference_split``). For other metrics the published sample
+    count is not stated, which is a gap of its own. Returns "(50k samples, whole reference split); ours
+    128 samples, 1024 of 60k references", to follow "published <value>".
+    """
+    theirs, ours = [], []
+    if row["grid"] != PUBLISHED_GRID:
+        theirs.append(f"{GRID_LABELS[PUBLISHED_GRID]} grid")
+        ours.append(f"{GRID_LABELS.get(row['grid'], row['grid'])} grid")
+    nfe = _number(row["nfe"])
+    if not math.isnan(paper_nfe) and nfe != paper_nfe:
+        theirs.append(f"NFE {int(paper_nfe)}")
+        ours.append("NFE not recorded" if math.isnan(nfe) else f"NFE {int(nfe)}")
+    samples = PUBLISHED_SAMPLES.get(row["metric"])
+    n, reference, split = (_number(row[k]) for k in ("n_samples", "n_reference", "reference_split"))
+    if samples is None or n != samples:
+        theirs.append("sample count not stated" if samples is None else f"{_count(samples)} samples")
+        ours.append("sample count not recorded" if math.isnan(n) else f"{_count(n)} samples")
+    if samples is not None and (math.isnan(split) or reference != split):
+        theirs.append("whole reference split")
+        if math.isnan(reference):
+            ours.append("reference count not recorded")
+        else:
+            of_split = "" if math.isnan(split) else f" of {_count(split)}"
+            ours.append(f"{_count(reference)}{of_split} references")
+    return f"({', '.join(theirs)}); ours {', '.join(ours)}" if theirs else ""
+
+
 # -- comparison table --------------------------------------------------------------------------------
 def comparison_stats(
     df: pd.DataFrame, budget: str | None = None, published: pd.DataFrame | None = None
 ) -> pd.DataFrame:
     """Long form of the comparison table: one line per row × sampler with mean, std, n, best, paper.
 
-    ``std`` is the sample standard deviation over seeds (NaN for one seed). ``best`` marks the best mean
-    of the row by the metric's direction (ties all marked). ``paper`` is the published value for real
+    ``std`` is the sample standard deviation over seeds (NaN for one seed). A NaN or ±inf value makes its
+    mean NaN or ±inf (no seed is left out); ``best`` marks the best finite mean of the row by the metric's
+    direction (ties all marked), so a non-finite mean is never best. ``incomplete`` counts the runs whose
+    records are incomplete (``suite.results``). ``paper`` is the published value for real
     data and a real metric of the same task, sampler and metric (NaN otherwise); the paper's KG value
     stands beside both KG readings (``PUBLISHED_AS``: the paper does not say which one it ran).
+    ``published_gap`` says how the sampler's rows depart from the published protocol ("" when they
+    follow it; ``published_gap``).
     """
     final = with_row_labels(final_rows(finished(df, budget)))
-    columns = ["row", *ROW_KEYS, "sampler", "mean", "std", "n", "nfe", "best", "paper", "paper_nfe"]
+    columns = [
+        "row",
+        *ROW_KEYS,
+        "sampler",
+        "mean",
+        "std",
+        "n",
+        "incomplete",
+        "nfe",
+        "best",
+        "paper",
+        "paper_nfe",
+        "published_gap",
+    ]
     if final.empty:
         return pd.DataFrame(columns=columns)
+    published = load_published() if published is None else published
+    nfe_of = published.groupby(["task", "metric"])["paper_nfe"].first().to_dict()
+    final["published_gap"] = [
+        published_gap(row, float(nfe_of.get((row["task"], row["metric"]), math.nan)))
+        for _, row in final.iterrows()
+    ]
     stats = (
         final.groupby(["row", *ROW_KEYS, "sampler"], dropna=False)
         .agg(
-            mean=("value", "mean"),
-            std=("value", "std"),
+            mean=("value", lambda s: s.mean(skipna=False)),
+            std=("value", lambda s: s.std(skipna=False)),
             n=("value", "size"),
+            incomplete=("records_incomplete", lambda s: int((s.fillna("") != "").sum())),
             nfe=("nfe", lambda s: "/".join(str(v) for v in sorted(s.dropna().unique()))),
+            published_gap=("published_gap", lambda s: "; ".join(sorted({g for g in s if g}))),
         )
         .reset_index()
     )
-    signed = np.where(stats["higher_is_better"], stats["mean"], -stats["mean"])
+    signed = np.where(stats["higher_is_better"], stats["mean"], -stats["mean"]).astype(float)
+    signed[~np.isfinite(signed)] = np.nan
     best = pd.Series(signed, index=stats.index).groupby([stats[k] for k in ROW_KEYS]).transform("max")
     stats["best"] = np.isclose(signed, best, rtol=1e-12, atol=0.0)
-    published = load_published() if published is None else published
     comparable = ~stats["stand_in_data"] & ~stats["substitute_metric"]
     stats["published_as"] = stats["sampler"].map(lambda label: PUBLISHED_AS.get(label, label))
     stats = stats.merge(
@@ -238,11 +325,23 @@ def comparison_stats(
     return stats[columns]
 
 
-def _cell(mean: float, std: float, best: bool, paper: float) -> str:
-    text = "–" if math.isnan(mean) else _fmt(mean) + ("" if math.isnan(std) else f" ± {_fmt(std, mean)}")
+def _cell(
+    mean: float | None, std: float, best: bool, paper: float, gap: str = "", incomplete: str = ""
+) -> str:
+    """ "mean ± std", "–" for a sampler not run (``mean`` None), "nan"/"inf"/"-inf" as such; bold when
+    best, then ``incomplete`` in brackets and the published value, with ``gap`` when our protocol is not the
+    published one."""
+    if mean is None:
+        text = "–"
+    else:
+        text = _fmt(mean) + ("" if math.isnan(std) or not math.isfinite(mean) else f" ± {_fmt(std, mean)}")
     if best:
         text = f"**{text}**"
-    return text if math.isnan(paper) else f"{text} (paper {_fmt(paper)})"
+    if incomplete:
+        text = f"{text} [{incomplete}]"
+    if math.isnan(paper):
+        return text
+    return f"{text} (published {_fmt(paper)} {gap})" if gap else f"{text} (paper {_fmt(paper)})"
 
 
 def comparison_table(
@@ -253,7 +352,10 @@ def comparison_table(
     Columns: ``task`` (row label), ``budget``, ``metric`` (with its direction), ``NFE``, ``seeds``, then one
     column per sampler: LogU, Cos, FM, EDM, KG, KG uncorrected, InfoNoise, Laplace, Cauchy always, and any
     other sampler label present (e.g. ``edm[p_mean=0.0]``). A published value stands beside the measured
-    one as "(paper x)", also where the sampler was not run ("– (paper x)").
+    one as "(paper x)", also where the sampler was not run ("– (paper x)"), when the row follows the
+    published protocol; otherwise the cell names the difference, "(published x (50k samples); ours 128
+    samples)", by the sampler's rows, or by the row's where the sampler was not run. A row re-scored on
+    another grid or step count is a row of its own, "task (re-scored: InfoGrid, 18 steps)".
     """
     published = load_published() if published is None else published
     stats = comparison_stats(df, budget, published)
@@ -270,6 +372,7 @@ def comparison_table(
         counts = sorted(set(part["n"]))
         line["seeds"] = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
         by_sampler = part.set_index("sampler")
+        row_gap = "; ".join(sorted({g for g in part["published_gap"] if g}))
         paper_here = pd.DataFrame()
         if not (first["stand_in_data"] or first["substitute_metric"]):
             same = (published["task"] == first["task"]) & (published["metric"] == first["metric"])
@@ -279,9 +382,10 @@ def comparison_table(
             paper = paper_of.get(PUBLISHED_AS.get(sampler, sampler), math.nan)
             if sampler in by_sampler.index:
                 s = by_sampler.loc[sampler]
-                line[sampler] = _cell(s["mean"], s["std"], bool(s["best"]), paper)
+                flag = f"records incomplete: {s['incomplete']} of {s['n']} runs" if s["incomplete"] else ""
+                line[sampler] = _cell(s["mean"], s["std"], bool(s["best"]), paper, s["published_gap"], flag)
             else:
-                line[sampler] = _cell(math.nan, math.nan, False, paper)
+                line[sampler] = _cell(None, math.nan, False, paper, row_gap)
         lines.append(line)
     columns = ["task", "budget", "metric", "NFE", "seeds", *samplers]
     return _sort_rows(pd.DataFrame(lines, columns=columns))
@@ -301,15 +405,17 @@ def _sort_rows(table: pd.DataFrame) -> pd.DataFrame:
 
 # -- time to target ----------------------------------------------------------------------------------
 def first_crossing(kimg: np.ndarray, values: np.ndarray, target: float, higher_is_better: bool) -> float:
-    """kimg where a curve (increasing kimg) first reaches ``target``, linearly interpolated; NaN if never."""
+    """kimg where a curve (increasing kimg) first reaches ``target``, linearly interpolated; NaN if never.
+    Non-finite values never reach; after one, the crossing is the next point that does."""
     sign = 1.0 if higher_is_better else -1.0
     tolerance = 1e-12 * max(1.0, abs(target))
-    reached = sign * (np.asarray(values, dtype=float) - target) >= -tolerance
+    values = np.asarray(values, dtype=float)
+    reached = np.isfinite(values) & (sign * (values - target) >= -tolerance)
     if not reached.any():
         return math.nan
     i = int(np.argmax(reached))
-    if i == 0:
-        return float(kimg[0])
+    if i == 0 or not math.isfinite(values[i - 1]):
+        return float(kimg[i])
     k0, k1, v0, v1 = float(kimg[i - 1]), float(kimg[i]), float(values[i - 1]), float(values[i])
     return k0 + (target - v0) * (k1 - k0) / (v1 - v0)
 
@@ -319,7 +425,7 @@ def seed_mean_curves(df: pd.DataFrame) -> pd.DataFrame:
     rows = df if "row" in df else with_row_labels(df)
     return (
         rows.groupby(["row", *ROW_KEYS, "sampler", "sampler_name", "kimg"], dropna=False)["value"]
-        .mean()
+        .mean(skipna=False)
         .reset_index()
         .sort_values(["row", "sampler", "kimg"])
         .reset_index(drop=True)
@@ -364,6 +470,11 @@ def paired_speedups(
     return ratios, pairs
 
 
+def _incomplete(rows: pd.DataFrame, sampler: str) -> bool:
+    """Whether a run of ``sampler`` among ``rows`` has incomplete records."""
+    return bool((rows.loc[rows["sampler"] == sampler, "records_incomplete"].fillna("") != "").any())
+
+
 def time_to_target(
     df: pd.DataFrame, budget: str | None = None, targets: Sequence[str] | None = TARGET_BASELINES
 ) -> pd.DataFrame:
@@ -400,8 +511,8 @@ def time_to_target(
     lines = []
     for _, part in curves.groupby(ROW_KEYS, sort=False, dropna=False):
         higher = bool(part["higher_is_better"].iloc[0])
-        finals = part.groupby(["sampler", "sampler_name"])["value"].last().reset_index()
-        fixed = finals[~finals["sampler_name"].map(is_adaptive)]
+        finals = part.groupby(["sampler", "sampler_name"])["value"].last(skipna=False).reset_index()
+        fixed = finals[~finals["sampler_name"].map(is_adaptive) & np.isfinite(finals["value"])]
         if targets is not None:
             fixed = fixed[fixed["sampler"].isin(list(targets))]
         if fixed.empty:
@@ -432,7 +543,8 @@ def time_to_target(
                     "sampler_name": name,
                     "kimg_to_target": k,
                     "reached": not math.isnan(k),
-                    "result": NOT_REACHED if math.isnan(k) else _fmt(k),
+                    "result": (NOT_REACHED if math.isnan(k) else _fmt(k))
+                    + (" [records incomplete]" if _incomplete(seeds, sampler) else ""),
                     "speedup": reference / k if k > 0 else math.nan,
                     "pair_mean": float(np.mean(ratios)) if ratios else math.nan,
                     "pair_std": float(np.std(ratios, ddof=1)) if len(ratios) > 1 else math.nan,
@@ -604,21 +716,20 @@ def render(table: pd.DataFrame, fmt: str, caption: str, empty: str = NO_ROWS) ->
     raise ValueError(f"unknown format {fmt!r}; valid: md, latex, csv")
 
 
-def main(args: argparse.Namespace) -> int:
-    """``suite table``: print both tables of the records under ``args.results``.
-
-    ``args.target_samplers`` (optional, a comma list) replaces the paper's baselines as the first target.
-    """
-    df = load_records(args.results)
-    if df.empty:
-        print(f"no records under {args.results}", file=sys.stderr)
-        return 1
-    budget = getattr(args, "budget", None)
-    fmt = getattr(args, "format", "md")
-    targets = parse_targets(getattr(args, "target_samplers", None))
-    print(render(comparison_table(df, budget, load_published(args.results)), fmt, COMPARISON_CAPTION))
-    print(render(time_to_target_table(df, budget, targets), fmt, target_caption(targets), NO_TARGET))
-    return 0
+def incomplete_note(df: pd.DataFrame, fmt: str = "md") -> str:
+    """The finished runs whose records are incomplete and why (``load_records``'s
+    ``attrs["records_incomplete"]``, runs without a row included), one line each; '' when there are none.
+    Lines are commented (``#``, ``%``) in CSV and LaTeX."""
+    runs = df.attrs.get("records_incomplete", {})
+    if not runs:
+        return ""
+    lines = [
+        f"Records incomplete: {len(runs)} done run(s) whose records stop short; their cells are marked "
+        "[records incomplete]:",
+        *(f"- {run}: {why}" for run, why in sorted(runs.items())),
+    ]
+    prefix = {"csv": "# ", "latex": "% "}.get(fmt, "")
+    return "".join(f"{prefix}{line}\n" for line in lines)
 
 
 def parse_targets(spec: str | Sequence[str] | None) -> tuple[str, ...]:

@@ -6,6 +6,11 @@ schedule); ``left[j+1] = right[j]`` gives a continuous piecewise-linear density 
 Segment masses are exact trapezoids, so the CDF is piecewise quadratic and the inverse CDF inside a
 segment solves a·t² + b·t = m for the fraction t of the segment width h:
   a = (right − left)·h/2, b = left·h, t = 2m/(b + √(b² + 4am))   (the cancellation-free root).
+
+Normalising is done once, when a density is built. A checkpoint keeps the normalised tables (``tables()``)
+and ``from_tables`` restores them bit for bit, and ``to`` moves them between devices as they are: the total
+of already-normalised tables is 1 only to rounding (0.9999999999999998 happens), so normalising them again
+would change their last bits, and with them every later draw and rebuild of a resumed run.
 """
 
 from __future__ import annotations
@@ -49,9 +54,31 @@ class TabulatedDensity:
         """Continuous piecewise-linear density through (nodes[j], values[j])."""
         return cls(nodes, values[:-1], values[1:])
 
+    def tables(self) -> dict[str, Tensor]:
+        """The normalised tables: nodes, segment end values and the cumulative mass at each node."""
+        return {"nodes": self.nodes, "left": self.left, "right": self.right, "cum": self.cum}
+
+    @classmethod
+    def from_tables(cls, nodes: Tensor, left: Tensor, right: Tensor, cum: Tensor) -> TabulatedDensity:
+        """The density whose ``tables()`` these are, bit for bit (nothing is normalised again)."""
+        segments = (nodes.numel() - 1,)
+        if nodes.ndim != 1 or cum.shape != nodes.shape or not left.shape == right.shape == segments:
+            shapes = [tuple(t.shape) for t in (nodes, left, right, cum)]
+            raise ValueError(
+                f"density tables need J+1 nodes and cum, J left and right values; got nodes, left, right, "
+                f"cum of shapes {shapes}"
+            )
+        density = cls.__new__(cls)
+        density.nodes = nodes.to(torch.float64)
+        density.width = density.nodes.diff()
+        density.left = left.to(torch.float64)
+        density.right = right.to(torch.float64)
+        density.cum = cum.to(torch.float64)
+        return density
+
     def to(self, device: torch.device | str) -> TabulatedDensity:
-        """The same density with its tables on ``device``."""
-        return TabulatedDensity(self.nodes.to(device), self.left.to(device), self.right.to(device))
+        """The same density with its tables on ``device``, unchanged."""
+        return TabulatedDensity.from_tables(**{k: v.to(device) for k, v in self.tables().items()})
 
     def _segment(self, u: Tensor) -> tuple[Tensor, Tensor]:
         j = (torch.searchsorted(self.nodes, u, right=True) - 1).clamp(0, self.width.numel() - 1)

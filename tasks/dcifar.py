@@ -4,8 +4,9 @@ Each 8-bit channel value is written as ``task.bits`` binary digits (most signifi
 b cast to 2b − 1 ∈ {−1, +1}, so a 32×32 RGB image is a 3·bits×32×32 array in model space (24×32×32 at
 8 bits) diffused by the same Gaussian path as continuous images (σ_data = 1, the bits' standard
 deviation). Samples decode by thresholding each analog bit at 0 and reassembling the uint8 value
-(``suite.analog_bits``); FID is measured on the decoded images against the training images decoded the
-same way (identical to the originals at 8 bits). ``docs/images.md`` records why this encoding.
+(``infonoise_modalities.image.analog_bits``); FID is measured on the decoded images against the training
+images decoded the same way (identical to the originals at 8 bits). ``docs/images.md`` records why this
+encoding.
 
 The data are read exactly as for ``cifar10`` (``tasks/cifar10.py``). EDM's augmentation pipe resamples
 pixel values, which would break the bit planes, so this task refuses ``augment_p`` > 0.
@@ -18,7 +19,7 @@ from typing import Any
 
 from torch import Tensor, nn
 
-from suite import analog_bits
+from infonoise_modalities.image import analog_bits
 from suite.task import TASKS
 from tasks.cifar10 import CIFAR10
 

@@ -2,14 +2,16 @@
 over A, C, G, T as [4, 1024] on the Gaussian path, conditioned on the CAGE signal of the TSS's strand.
 
 Data: ``task.root`` holds the windows prepared by ``suite data dna DEST`` from DDSM's Zenodo archive
-(``suite/dna.py`` describes the windows, the chromosome split — test chr8 and chr9, validation chr10 — and
-the files). Without a root and with ``task.allow_stand_in`` (the smoke budget sets it), an offline stand-in
-of real bacterial DNA with a synthetic signal is used and marked as such.
+(``infonoise_modalities/dna/data.py`` describes the windows, the chromosome split — test chr8 and chr9,
+validation chr10 — and the files). Without a root and with the stand-in permission (``budget.allow_stand_in``;
+the smoke budget sets it), an offline stand-in of real bacterial DNA with a synthetic signal is used and
+marked as such.
 
 Model space: x₀ ∈ {0, 1}^{4×L}, an unknown base (N) as 0.25 in all four channels, as selene encodes it;
 σ_data = ½, the root mean square of a one-hot entry over four bases. Generated samples decode by argmax over
 the channels; reference examples decode exactly (a uniform column is N). Conditioning: ``signal`` [N, 1, L],
-the CAGE track (≥ 0); the null condition of classifier-free guidance is a track of −1 (``suite.seqnet``).
+the CAGE track (≥ 0); the null condition of classifier-free guidance is a track of −1
+(``infonoise_modalities.dna.network``).
 
 Metrics (``suite/metrics/sei.py``): Sei-FID against the reference split and DDSM's SP-MSE with the released
 Sei checkpoint (found under ``root`` after ``suite data dna``). ``offline_metrics`` swaps in the labelled
@@ -27,9 +29,9 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from suite import dna
+from infonoise_modalities.dna import data as dna
+from infonoise_modalities.dna.network import SeqNet
 from suite.metrics import METRICS, Metric
-from suite.seqnet import SeqNet
 from suite.task import TASKS, Batch, Cond, Split, Task, TaskData, content_fingerprint
 
 ENCODING = "one-hot A,C,G,T as [4, L] (N = 0.25 in each), decoded by argmax"
@@ -65,13 +67,15 @@ class DnaTask(Task):
     """DDSM's promoter windows; see the module docstring."""
 
     modality = "sequence"
+    model_space = "fixed"
 
     @property
     def seq_len(self) -> int:
         return int(self.cfg.get("seq_len", dna.SEQ_LEN))
 
     @property
-    def conditional(self) -> bool:
+    def conditional(self) -> bool:  # type: ignore[override]
+        """Conditioned on the CAGE track unless the config's ``conditional`` is false."""
         return bool(self.cfg.get("conditional", True))
 
     @property
@@ -104,9 +108,9 @@ class DnaTask(Task):
                 f"{len(reference)} {split} ({chroms}) windows of {self.seq_len} bp"
             )
             return windows, train, windows, reference, variant, rows < n_tsses, str(root)
-        if not self.cfg.get("allow_stand_in", False):
+        if not self.allow_stand_in:
             raise dna.missing_data_error(
-                "null", "no prepared promoter data configured (and task.allow_stand_in is false)"
+                "null", "no prepared promoter data configured (and budget.allow_stand_in is false)"
             )
         n_train = int(self.cfg.get("stand_in_train", 4096))
         n_reference = int(self.cfg.get("stand_in_reference", 512))

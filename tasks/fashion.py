@@ -11,9 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from suite.data_sources import idx_folders, load_mnist_format, missing_root_error, torchvision_download
-from suite.datasets import write_example_mnist
-from suite.image_task import Images, ImageTask
+from infonoise_modalities.image.idx import write_example_mnist
+from infonoise_modalities.image.mnist_sources import (
+    idx_folders,
+    load_mnist_format,
+    missing_root_error,
+    torchvision_download,
+)
+from infonoise_modalities.image.task import Images, ImageTask
 from suite.task import TASKS
 
 DEBIAN_FOLDER = "/usr/share/datasets/fashion-mnist"

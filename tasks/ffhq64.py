@@ -1,14 +1,14 @@
 """FFHQ at 64×64 (Karras, Laine & Aila 2019, https://github.com/NVlabs/ffhq-dataset): 70 000 face
 photographs, trained unconditionally at 64×64 as EDM does.
 
-Read from an EDM-style archive (``suite.image_formats``): ``task.root`` is the zip (PNG images plus
-``dataset.json``) or an image folder; an explicit root that does not exist or holds no images is an error
+Read from an EDM-style archive (``infonoise_modalities.image.formats``): ``task.root`` is the zip (PNG images
+plus ``dataset.json``) or an image folder; an explicit root that does not exist or holds no images is an error
 naming it. ``suite data ffhq64 SOURCE DEST`` makes the zip from the 1024×1024 FFHQ PNGs
 (``images1024x1024/``, 89.1 GB) by PIL's antialiasing Lanczos resize, the resize EDM's dataset tool
 applies; the 64×64 zip takes about 0.88 GB. FFHQ cannot be downloaded by the suite (its images are
-distributed through Google Drive). Without a root, ``task.allow_standin`` (the smoke budget sets it)
-builds an EDM zip of random 64×64 crops of real photographs shipped by scikit-image and scikit-learn,
-recorded as a stand-in; so is any archive that does not hold 70 000 images.
+distributed through Google Drive). Without a root, the stand-in permission (``budget.allow_stand_in``; the
+smoke budget sets it) builds an EDM zip of random 64×64 crops of real photographs shipped by scikit-image and
+scikit-learn, recorded as a stand-in; so is any archive that does not hold 70 000 images.
 
 Network: DDPM++ in EDM's FFHQ-64 configuration (``paper`` preset: channel multipliers 1, 2, 2, 2,
 dropout 0.05), with EDM's augmentation (p = 0.15) conditioning it when ``augment_p`` is positive.
@@ -19,8 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from suite.data_sources import data_cache_dir
-from suite.image_formats import (
+from infonoise_modalities.image.formats import (
     FFHQ_IMAGES,
     FFHQ_URL,
     STANDIN_PHOTOS,
@@ -30,7 +29,8 @@ from suite.image_formats import (
     read_edm_archive,
     write_edm_standin,
 )
-from suite.image_task import Images
+from infonoise_modalities.image.mnist_sources import data_cache_dir
+from infonoise_modalities.image.task import Images
 from suite.task import TASKS
 from tasks.cifar10 import EDMImageTask
 
@@ -61,7 +61,7 @@ class FFHQ64(EDMImageTask):
                 else f"EDM-format image archive, not the full FFHQ ({len(images)} images)"
             )
             return Images(images, None, variant, not real, f"EDM archive {path}")
-        if self.cfg.get("allow_standin"):
+        if self.allow_stand_in:
             n = int(self.cfg.get("standin_images", 2048))
             path = cached_standin(
                 data_cache_dir(),
@@ -82,7 +82,7 @@ class FFHQ64(EDMImageTask):
             "FFHQ 64×64 not configured (task.root is null). Fix: download images1024x1024/ (70 000 PNGs, "
             f"89.1 GB) as {FFHQ_URL} describes, run `suite data ffhq64 <images1024x1024> "
             f"<dest>/{ARCHIVE_NAME}` (about {need:.2f} GB) and pass task.root=<dest>/{ARCHIVE_NAME}; or set "
-            "task.allow_standin=true for the photo-crop stand-in (recorded as a stand-in)."
+            "budget.allow_stand_in=true for the photo-crop stand-in (recorded as a stand-in)."
         )
 
     @classmethod

@@ -1,17 +1,17 @@
 """OpenWebText: prefix-conditioned diffusion in token-embedding space, scored by MAUVE.
 
-Data (``suite.text``): OpenWebText saved with ``datasets`` in ``task.root`` (``suite data owt DEST``), the
-last 100 000 documents as the reference (validation) split as in MDLM; GPT-2's tokenizer; documents joined by
-``<|endoftext|>`` and cut into blocks of ``seq_len`` tokens (1024 under the paper budget), tokenised once
-into a locked memory-mapped cache shared by every run. Each block's first ``prefix_len`` tokens are the
-condition and the remaining L = seq_len − prefix_len tokens are diffused. Where OpenWebText or the GPT-2
-tokenizer is absent and ``task.allow_standin`` is true (the smoke budget), Debian's fortunes corpus and the
-WordPiece tokenizer of the MiniLM package stand in, with the embedding table restricted to a corpus
-sub-vocabulary, and the records say so.
+Data (``infonoise_modalities.text.data``): OpenWebText saved with ``datasets`` in ``task.root``
+(``suite data owt DEST``), the last 100 000 documents as the reference (validation) split as in MDLM; GPT-2's
+tokenizer; documents joined by ``<|endoftext|>`` and cut into blocks of ``seq_len`` tokens (1024 under the
+paper budget), tokenised once into a locked memory-mapped cache shared by every run. Each block's first
+``prefix_len`` tokens are the condition and the remaining L = seq_len − prefix_len tokens are diffused. Where
+OpenWebText or the GPT-2 tokenizer is absent and the stand-in permission (``budget.allow_stand_in``) is on
+(the smoke budget), Debian's fortunes corpus and the WordPiece tokenizer of the MiniLM package stand in, with
+the embedding table restricted to a corpus sub-vocabulary, and the records say so.
 
-Model (``suite.textnet``): tokens map to learned embeddings normalised to length √D (σ_data = 1); the
-noisy sequence follows the suite's Gaussian path x = x₀ + σε with EDM's preconditioning, and a transformer
-with adaLN noise conditioning gives token logits; D(x; σ) = softmax(logits)·Ê exactly.
+Model (``infonoise_modalities.text.network``): tokens map to learned embeddings normalised to length √D
+(σ_data = 1); the noisy sequence follows the suite's Gaussian path x = x₀ + σε with EDM's preconditioning, and
+a transformer with adaLN noise conditioning gives token logits; D(x; σ) = softmax(logits)·Ê exactly.
 
 Objective: w(σ)·‖D(x; σ) − x₀‖² summed over the L×D embedding coordinates — the x₀-space error that
 adaptive samplers observe (unweighted) — plus ``ce_weight`` times the token cross-entropy of the same
@@ -33,10 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from suite.metrics import Metric
-from suite.objectives import GaussianX0Objective, Objective
-from suite.task import TASKS, Batch, Split, Task, TaskData, content_fingerprint
-from suite.text import (
+from infonoise_modalities.text.data import (
     MINILM_TOKENIZER,
     Corpus,
     Vocabulary,
@@ -50,7 +47,11 @@ from suite.text import (
     save_documents,
     token_cache,
 )
-from suite.textnet import LogitsSink, TextTransformer
+from infonoise_modalities.text.mauve import PAPER_FEATURIZER, missing_model_error, model_available
+from infonoise_modalities.text.network import LogitsSink, TextTransformer
+from suite.metrics import Metric
+from suite.objectives import GaussianX0Objective, Objective
+from suite.task import TASKS, Batch, Split, Task, TaskData, content_fingerprint
 from suite.weighting import LossWeight
 
 OPENWEBTEXT_DOCUMENTS = 8_013_769
@@ -156,6 +157,7 @@ class OpenWebText(Task):
     """OpenWebText (or the fortunes stand-in) as prefix-conditioned embedding diffusion."""
 
     modality = "text"
+    model_space = "learned"
 
     def __init__(self, cfg: Mapping[str, Any]) -> None:
         super().__init__(cfg)
@@ -179,8 +181,9 @@ class OpenWebText(Task):
         return (seq_len - prefix_len, int(self.preset["embed_dim"]))
 
     @property
-    def allow_standin(self) -> bool:
-        return bool(self.cfg.get("allow_standin", False))
+    def conditional(self) -> bool:  # type: ignore[override]
+        """Conditioned on a prefix exactly when the preset's ``prefix_len`` is positive."""
+        return self.prefix_len > 0
 
     def _corpus(self) -> tuple[Corpus, bool]:
         corpus, root = str(self.cfg.get("corpus", "openwebtext")), self.cfg.get("root")
@@ -191,7 +194,7 @@ class OpenWebText(Task):
         if corpus != "openwebtext":
             raise ValueError(f"unknown corpus {corpus!r}; valid corpora: openwebtext, fortunes")
         if not root:
-            if self.allow_standin:
+            if self.allow_stand_in:
                 return fortunes_corpus(validation_docs=1000), True
             raise missing_openwebtext(None, "task.root is not set")
         loaded = openwebtext_corpus(root, int(validation or 100_000))
@@ -202,7 +205,7 @@ class OpenWebText(Task):
         try:
             return load_tokenizer(spec, bool(self.cfg.get("download", False))), spec != REAL_TOKENIZER
         except FileNotFoundError:
-            if not self.allow_standin or spec == MINILM_TOKENIZER:
+            if not self.allow_stand_in or spec == MINILM_TOKENIZER:
                 raise
         return load_tokenizer(MINILM_TOKENIZER), True
 
@@ -267,7 +270,7 @@ class OpenWebText(Task):
             "tokenizer": MINILM_TOKENIZER,
             "validation_docs": max(1, n // 4),
             "cache_dir": str(folder / "token-cache"),
-            "allow_standin": True,
+            "allow_stand_in": True,
         }
 
     @classmethod
@@ -332,10 +335,9 @@ class OpenWebText(Task):
 
     def metrics(self, device: torch.device, cache_dir: Path) -> list[Metric]:
         """The configured metrics, checked before training: a text model (the GPT-2 featuriser) that is
-        neither available offline nor allowed to download is replaced by ``standin_metrics`` with
-        ``allow_standin``, and is an error (saying what to download) without it."""
+        neither available offline nor allowed to download is replaced by ``standin_metrics`` with the
+        stand-in permission, and is an error (saying what to download) without it."""
         from suite.metrics import METRICS
-        from suite.metrics.mauve import PAPER_FEATURIZER, missing_model_error, model_available
 
         configured = dict(self.cfg.get("metrics") or {})
         specs = {
@@ -344,7 +346,7 @@ class OpenWebText(Task):
             if name in ("mauve", "gen-ppl") and not opts.get("download", False)
         }
         missing = sorted(spec for spec in specs if not model_available(spec))
-        if missing and self.allow_standin:
+        if missing and self.allow_stand_in:
             configured = dict(self.cfg.get("standin_metrics") or {})
         elif missing:
             raise missing_model_error(missing[0], FileNotFoundError("not a folder nor in the local cache"))

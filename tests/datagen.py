@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from suite.datasets import write_example_mnist as write_mnist_format
+from infonoise_modalities.image.idx import write_example_mnist as write_mnist_format
 
 __all__ = ["write_mnist_format"]

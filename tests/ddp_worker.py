@@ -6,6 +6,7 @@ from pathlib import Path
 import torch
 
 from suite.config import compose_run
+from suite.spec import run_spec
 from suite.training import Trainer
 
 
@@ -19,7 +20,7 @@ def train_steps(rank: int, world: int, port: int, overrides: list[str], steps: i
     )
     torch.set_num_threads(1)
     cfg = compose_run("bfashion", "infonoise", "smoke", overrides + ["device=cpu"])
-    trainer = Trainer(cfg, Path(out) / f"rank{rank}")
+    trainer = Trainer(run_spec(cfg), Path(out) / f"rank{rank}")
     for _ in range(steps):
         trainer.train_step()
     torch.save(

@@ -7,7 +7,14 @@ import math
 import pytest
 import torch
 
-from suite.augment import AUGMENT_DIM, AugmentPipe, _lowpass, _rotation, _translation, _warp
+from infonoise_modalities.image.augment import (
+    AUGMENT_DIM,
+    AugmentPipe,
+    _lowpass,
+    _rotation,
+    _translation,
+    _warp,
+)
 
 
 def smooth_images(n: int, size: int = 32) -> torch.Tensor:
@@ -74,19 +81,6 @@ def test_same_generator_state_gives_the_same_augmentation():
     a = AugmentPipe(0.5)(images, torch.Generator().manual_seed(5))
     b = AugmentPipe(0.5)(images, torch.Generator().manual_seed(5))
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
-
-
-def test_a_share_of_a_batch_is_augmented_as_those_rows_of_the_whole_batch():
-    images = torch.randn(12, 3, 16, 16)
-    whole, whole_labels = AugmentPipe(0.5)(images, torch.Generator().manual_seed(9))
-    for rank in range(3):
-        mine = slice(4 * rank, 4 * rank + 4)
-        part, labels = AugmentPipe(0.5)(images[mine], torch.Generator().manual_seed(9), rows=mine, total=12)
-        # equal up to round-off: the reflect padding follows the largest transform in the batch
-        torch.testing.assert_close(part, whole[mine], rtol=0, atol=1e-4)
-        assert torch.equal(labels, whole_labels[mine])
-    with pytest.raises(ValueError, match="are not the 4 images given"):
-        AugmentPipe(0.5)(images[:4], None, rows=slice(0, 5), total=12)
 
 
 def test_rotation_label_undoes_the_rotation():

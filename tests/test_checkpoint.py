@@ -10,6 +10,7 @@ import pytest
 import torch
 from payloads import MakeDirOnUnpickle
 
+from infonoise_modalities.image.networks import UNet
 from suite.calibration import ANALYTIC_CASES, SIGMA_MAX, SIGMA_MIN
 from suite.checkpoint import (
     UnsafeCheckpoint,
@@ -20,7 +21,6 @@ from suite.checkpoint import (
     load_latest_checkpoint,
     save_checkpoint,
 )
-from suite.networks import UNet
 from suite.sampler import SAMPLERS, build_sampler
 from suite.weighting import EDMWeight
 
@@ -119,7 +119,7 @@ def test_the_two_newest_checkpoints_are_kept(tmp_path):
 
 def test_no_suite_code_loads_with_weights_only_false():
     found = subprocess.run(
-        ["grep", "-rn", "weights_only=False", "suite/", "tasks/", "baselines/"],
+        ["grep", "-rn", "weights_only=False", "suite/", "tasks/", "baselines/", "infonoise_modalities/"],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -16,8 +16,8 @@ import torch
 import torch.nn.functional as F
 from subprocesses import cli_command, cli_env
 
-from suite import dna
-from suite.seqnet import SeqNet, dilated_conv1d
+from infonoise_modalities.dna import data as dna
+from infonoise_modalities.dna.network import SeqNet, dilated_conv1d
 from suite.task import TASKS
 
 

@@ -6,8 +6,10 @@ from pathlib import Path
 import pytest
 from datagen import write_mnist_format
 from subprocesses import cli_command, cli_env
+from test_table import inserted_lines
 from test_training import TINY
 
+from suite import cli
 from suite.records import read_jsonl
 
 
@@ -62,3 +64,49 @@ def test_eval_names_the_valid_choices_for_a_bad_point_metric_or_grid(run_dir):
     ):
         out = suite("eval", str(run_dir), *args)
         assert out.returncode == 2 and message in out.stderr, out.stderr
+
+
+def published(results: Path, capsys) -> tuple[dict[str, str], dict[str, bytes]]:
+    """What ``suite table`` (md, csv) and ``suite report`` publish, run through the CLI's entry point in this
+    process: the texts (the report without its time stamp line) and the bytes of every PNG figure (``suite
+    report`` writes them as ``suite plot`` does)."""
+    texts = {}
+    capsys.readouterr()
+    for fmt in ("md", "csv"):
+        assert cli.main(["table", "--results", str(results), "--format", fmt]) == 0
+        texts[fmt] = capsys.readouterr().out
+    assert cli.main(["report", "--results", str(results)]) == 0
+    report = (results / "REPORT.md").read_text().splitlines()
+    texts["report"] = "\n".join(line for line in report if not line.startswith("Written "))
+    return texts, {p.name: p.read_bytes() for p in (results / "figures").glob("*.png")}
+
+
+def test_rescoring_on_infogrid_adds_labelled_rows_and_leaves_every_published_row_as_it_was(tmp_path, capsys):
+    """EDM and InfoNoise trained on the same data; InfoNoise re-scored with `suite eval --grid infogrid`
+    (the task's 4 steps) and `--grid infogrid-rescaled --steps 8`. Every line of the tables and the report
+    and every figure stay as they were; the re-scored rows appear as rows, figures, records and commands of
+    their own, labelled with their grid and steps."""
+    data = write_mnist_format(tmp_path / "idx")
+    results = tmp_path / "results"
+    done = suite("run", "--task", "bfashion", "--sampler", "edm,infonoise", "--results", str(results),
+                 f"task.root={data}", *TINY)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    before, figures = published(results, capsys)
+    (infonoise,) = results.glob("runs/*/infonoise/seed0")
+    for args in (["--grid", "infogrid"], ["--grid", "infogrid-rescaled", "--steps", "8"]):
+        out = suite("eval", str(infonoise), *args)
+        assert out.returncode == 0, out.stderr
+    after, figures_after = published(results, capsys)
+    labels = ["(re-scored: InfoGrid rescaled, 8 steps)", "(re-scored: InfoGrid, 4 steps)"]
+    for fmt in ("md", "csv"):
+        added = inserted_lines(before[fmt], after[fmt])
+        found = [label for line in added for label in labels if label in line]
+        assert set(found) == set(labels) and len(found) == len(added), added  # every added row labelled
+    added = [line for line in inserted_lines(before["report"], after["report"]) if line]
+    assert all("InfoGrid" in line or "infogrid" in line for line in added), added
+    assert f"suite eval {infonoise} --grid infogrid --steps 4 --kimg 0.384" in added
+    assert f"suite eval {infonoise} --grid infogrid-rescaled --steps 8 --kimg 0.384" in added
+    assert {name: figures_after[name] for name in figures} == figures
+    (stem,) = {name.split("_")[0] for name in figures}
+    slugs = ("infogrid-4steps", "infogrid-rescaled-8steps")
+    assert set(figures_after) - set(figures) == {f"{stem}_quality-fd-rand-test-{slug}.png" for slug in slugs}

@@ -11,7 +11,7 @@ import numpy as np
 import PIL.Image
 import pytest
 
-from suite import image_formats as fmt
+from infonoise_modalities.image import formats as fmt
 
 
 def random_images(n: int, size: int, seed: int = 0, channels: int = 3) -> np.ndarray:

@@ -8,12 +8,12 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from suite import analog_bits
-from suite.augment import AUGMENT_DIM
+from infonoise_modalities.image import analog_bits
+from infonoise_modalities.image.augment import AUGMENT_DIM
+from infonoise_modalities.image.formats import CIFAR_TARBALL, read_cifar10, read_edm_archive, write_cifar10
+from infonoise_modalities.image.networks import EDM_DDPMPP, UNet, count_parameters
 from suite.config import compose_run
 from suite.diffusion import EDMDenoiser
-from suite.image_formats import CIFAR_TARBALL, read_cifar10, read_edm_archive, write_cifar10
-from suite.networks import EDM_DDPMPP, UNet, count_parameters
 from suite.solvers import guided, heun_sample, karras_sigmas
 from suite.task import TASKS
 
@@ -183,11 +183,11 @@ def test_a_truncated_archive_given_as_root_names_the_file(tmp_path, examples):
 def test_missing_data_says_what_to_do(name, hint, tmp_path, monkeypatch):
     monkeypatch.setenv("SUITE_DATA", str(tmp_path))
     with pytest.raises(FileNotFoundError) as err:
-        make_task(name, {"allow_standin": "false"}).load()
+        make_task(name, {"allow_stand_in": "false"}).load()
     assert (
         hint in str(err.value)
         and "task.root=" in str(err.value)
-        and "task.allow_standin=true" in str(err.value)
+        and "budget.allow_stand_in=true" in str(err.value)
     )
 
 

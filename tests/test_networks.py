@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
+from infonoise_modalities.image.networks import UNet
 from suite.diffusion import EDMDenoiser
-from suite.networks import UNet
 from suite.objectives import GaussianX0Objective
 from suite.weighting import EDMWeight
 

@@ -9,8 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from test_table import write_run
+from omegaconf import OmegaConf
+from plugins.mog2d import CONF as MOG2D_CONF
+from plugins.mog2d import MixtureOfGaussians
+from test_table import rescore, write_run
 
+from suite.config import compose_run, to_dict
 from suite.plots import (
     allocation_median,
     discover_runs,
@@ -19,8 +23,9 @@ from suite.plots import (
     plot_alignment,
     plot_sampler_densities,
     registered_densities,
+    write_figures,
 )
-from suite.profile import PosthocProfile, empirical_profile
+from suite.profile import PosthocProfile, empirical_profile, saved_profile, write_posthoc
 from suite.report import config_overrides, hydra_value, reproduce_command, write_report
 from suite.weighting import EDMWeight, UniformWeight
 
@@ -76,18 +81,10 @@ def kg_log() -> list[dict]:
 
 
 def config(sampler: dict) -> dict:
-    return {
-        "task": {
-            "name": "fashion",
-            "loss_weight": "edm",
-            "sigma_data": 0.5,
-            "sigma_min": 0.002,
-            "sigma_max": 80.0,
-        },
-        "sampler": sampler,
-        "budget": {"name": "smoke"},
-        "seed": 0,
-    }
+    """The resolved config of a fashion smoke run of ``sampler`` (its name and parameters)."""
+    params = {k: v for k, v in sampler.items() if k != "name"}
+    overrides = [f"sampler.{k}={v}" for k, v in params.items()]
+    return to_dict(compose_run("fashion", sampler.get("name", "edm"), "smoke", overrides))
 
 
 def tiny_profile(task_cfg: dict, sigma: np.ndarray) -> PosthocProfile:
@@ -169,10 +166,12 @@ def test_effective_allocation_is_normalised_pi_times_w():
     assert allocation_median(U, flat) == pytest.approx(math.exp(-1.2), rel=1e-3)
 
 
-def test_plot_main_writes_png_and_pdf(results: Path, monkeypatch, capsys):
+def test_plot_main_writes_png_and_pdf_from_the_saved_profile_without_data(results: Path, capsys):
     import suite.plots
 
-    monkeypatch.setattr(suite.plots, "empirical_profile", tiny_profile)
+    task_cfg = config({})["task"]
+    sigma = np.geomspace(0.002, 80.0, 41)
+    write_posthoc(results / "profiles", task_cfg, tiny_profile(task_cfg, sigma), "tiny")
     assert suite.plots.main(argparse.Namespace(results=str(results))) == 0
     written = [Path(line.removeprefix("wrote ")) for line in capsys.readouterr().out.splitlines()]
     names = {p.name for p in written}
@@ -202,30 +201,20 @@ def test_alignment_without_a_profile(results: Path, tmp_path: Path):
         assert_figure(path)
 
 
-def test_empirical_profile_through_a_task_plugin(monkeypatch):
-    """The default profile loads the training split through the task registry; a tiny task keeps it cheap."""
-    from suite.objectives import GaussianX0Objective
-    from suite.task import TASKS, TaskData, TensorSplit
-
-    class Tiny:
-        name = "tiny"
-
-        def __init__(self, cfg):
-            self.cfg = cfg
-
-        def objective(self, weight):
-            return GaussianX0Objective(weight)
-
-        def load(self):
-            split = TensorSplit(torch.randn(200, 1, 4, 4, generator=torch.Generator().manual_seed(0)))
-            return TaskData(split, split, "tiny", True, "0", "memory")
-
-    monkeypatch.setattr(TASKS, "get", lambda name: Tiny)
-    sigma = np.geomspace(0.01, 100, 12)
-    profile = empirical_profile({"name": "tiny"}, sigma, n_points=32, n_queries=16)
-    assert profile.n_points == 32 and profile.dim == 16
+def test_empirical_profile_through_a_task_plugin(tmp_path: Path):
+    """The default profile loads the training split through the task registry: the mixture plugin's 32 points
+    are memorised at small σ and cost their total variance at large σ."""
+    task_cfg = OmegaConf.to_container(OmegaConf.load(MOG2D_CONF / "task" / "mog2d.yaml"))
+    task_cfg |= MixtureOfGaussians.example_data(tmp_path, 32)
+    points = torch.from_numpy(np.load(tmp_path / "points.npy")).double()
+    sigma = np.geomspace(0.001, 100, 12)
+    profile = empirical_profile(
+        MixtureOfGaussians(OmegaConf.create(task_cfg)), sigma, n_points=32, n_queries=16
+    )
+    assert profile.n_points == 32 and profile.dim == 2
     assert profile.mmse[0] < 1e-6 * profile.mmse[-1]  # memorised at small σ
-    assert profile.mmse[-1] == pytest.approx(16 * 1.0, rel=0.5)  # ≈ total variance at large σ
+    total_variance = points.var(dim=0, unbiased=False).sum().item()
+    assert profile.mmse[-1] == pytest.approx(total_variance, rel=0.05)  # the mean is all σ = 100 leaves
     assert profile.memorisation_sigma == pytest.approx(profile.nn_distance / math.sqrt(2 * math.log(32)))
     assert np.trapezoid(profile.density(), np.log(sigma)) == pytest.approx(1.0)
 
@@ -300,3 +289,32 @@ def test_reproduce_command_for_seeds(results: Path):
     assert reproduce_command(runs, "results") == (
         "suite run --task fashion --sampler edm --budget smoke --seeds 2 --results results"
     )
+
+
+def test_rescored_rows_get_their_own_figure_and_leave_the_quality_figures_as_drawn(results: Path):
+    """InfoNoise re-scored on InfoGrid at every point, with values far from its Karras ones: the quality and
+    P_mean sweep figures are the same bytes as before (no InfoGrid value enters a mean or a std band), and
+    the InfoGrid values are drawn in a figure of their own."""
+    figures = results / "figures"
+    drawn = {p.name for p in write_figures(results, tiny_profile)}
+    before = {p.name: p.read_bytes() for p in figures.glob("*.png")}
+    for run in results.glob("runs/*/infonoise/seed*"):
+        rescore(run, "infogrid", 15, {k: 1.0 + int(run.name[-1]) for k in KIMG})
+    written = {p.name for p in write_figures(results, tiny_profile)}
+    assert {name: (figures / name).read_bytes() for name in before} == before
+    stem = "fashion-smoke-aaaa000000"
+    assert written - drawn == {f"{stem}_quality-fid-infogrid-15steps{s}" for s in (".png", ".pdf")}
+
+
+def test_saved_profile_round_trips_and_a_missing_one_names_the_command(tmp_path: Path):
+    task_cfg = config({})["task"] | {"root": "/somewhere"}
+    sigma = np.geomspace(0.002, 80.0, 41)
+    read = saved_profile(tmp_path / "profiles")
+    with pytest.raises(FileNotFoundError, match="suite profile --task fashion --results"):
+        read(task_cfg, sigma)
+    written = tiny_profile(task_cfg, sigma)
+    write_posthoc(tmp_path / "profiles", task_cfg, written, "tiny")
+    moved = task_cfg | {"root": "/elsewhere"}  # where the data sit does not change which profile it is
+    back = read(moved, sigma[:3])
+    assert np.array_equal(back.sigma, written.sigma) and np.array_equal(back.mmse, written.mmse)
+    assert (back.nn_distance, back.n_points, back.dim) == (6.0, 64, 784)

@@ -9,8 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from omegaconf import OmegaConf
+from plugins.seqtoy import CONF as SEQTOY_CONF
+from plugins.seqtoy import SequenceToy
 
 from suite.analytic import GaussianData, PointSetData
+from suite.config import compose_run
 from suite.information import gaussian_mmse, point_set_mmse
 from suite.profile import (
     SETTINGS,
@@ -23,6 +27,7 @@ from suite.profile import (
     profile_report,
     task_examples,
 )
+from suite.task import TASKS
 
 SIGMA = np.geomspace(0.002, 80.0, 41)
 STEP = math.log(SIGMA[1] / SIGMA[0])
@@ -109,51 +114,23 @@ def test_bounds_lie_above_the_exact_mmse_of_correlated_data():
     assert coordinate_bound(torch.randn(50, 2), SIGMA, max_levels=16) is None
 
 
-def test_learned_embedding_tasks_say_why_the_profile_does_not_apply(monkeypatch):
-    from suite.objectives import GaussianX0Objective
-    from suite.task import TASKS
-
-    class Embedded(GaussianX0Objective):
-        def encode(self, model, x0):
-            return model(x0)
-
-    class Text:
-        name = "tinytext"
-
-        def __init__(self, cfg):
-            self.cfg = cfg
-
-        def objective(self, weight):
-            return Embedded(weight)
-
-    monkeypatch.setattr(TASKS, "get", lambda name: Text)
-    with pytest.raises(ProfileNotApplicable, match="learned embedding"):
-        task_examples({"name": "tinytext", "loss_weight": "edm", "sigma_data": 0.5})
+def test_a_task_that_declares_a_learned_model_space_says_why_the_profile_does_not_apply():
+    assert TASKS.get("owt").model_space == "learned"
+    with pytest.raises(ProfileNotApplicable, match="learned model space"):
+        task_examples(TASKS.get("owt")(compose_run("owt", "edm", "smoke").task))
 
 
-def test_task_examples_flatten_the_training_split(monkeypatch):
-    from suite.objectives import GaussianX0Objective
-    from suite.task import TASKS, TaskData, TensorSplit
-
-    class Tiny:
-        name = "tiny"
-
-        def __init__(self, cfg):
-            self.cfg = cfg
-
-        def objective(self, weight):
-            return GaussianX0Objective(weight)
-
-        def load(self):
-            split = TensorSplit(torch.arange(24.0).reshape(3, 2, 4))
-            return TaskData(split, split, "tiny", True, "0", "memory")
-
-    monkeypatch.setattr(TASKS, "get", lambda name: Tiny)
-    x, variant, total = task_examples({"name": "tiny"})
-    assert x.shape == (3, 8) and total == 3 and variant == "tiny"
-    assert torch.equal(x[1], torch.arange(8.0, 16.0))
-    subset, _, total = task_examples({"name": "tiny"}, max_rows=2)
-    assert subset.shape == (2, 8) and total == 3
+def test_task_examples_are_the_flattened_examples_of_the_training_split(tmp_path: Path):
+    task_cfg = OmegaConf.to_container(OmegaConf.load(SEQTOY_CONF / "task" / "seqtoy.yaml"))
+    task_cfg |= SequenceToy.example_data(tmp_path, 5)
+    train = SequenceToy(OmegaConf.create(task_cfg)).load().train
+    examples = train.batch(torch.arange(5), torch.device("cpu")).x0
+    x, variant, total = task_examples(SequenceToy(OmegaConf.create(task_cfg)))
+    assert x.shape == (5, 4 * 32) and total == 5 and variant == "toy sequences (5)"
+    assert torch.equal(x, examples.reshape(5, -1))
+    subset, _, total = task_examples(SequenceToy(OmegaConf.create(task_cfg)), max_rows=2)
+    assert subset.shape == (2, 4 * 32) and total == 5
+    assert all(any(torch.equal(row, example) for example in x) for row in subset)
 
 
 def test_a_subset_never_claims_the_exact_profile():

@@ -117,7 +117,7 @@ def test_features_are_strand_averaged():
 
 def test_random_feature_fd_is_labelled_as_a_substitute_and_separates_distributions():
     metric = METRICS.get("random-feature-fd")({"width": "narrow", "seed": 0}, CPU, "/tmp")
-    assert metric.spec.name == "random-feature-fd" and not metric.spec.paper
+    assert metric.spec.name == "random-feature-fd" and metric.spec.substitutes == "sei-fid"
     assert "not Sei-FID" in metric.spec.label
     real = random_sequences(24, seed=2)
     same = metric(EvalInputs(random_sequences(24, seed=3), real))
@@ -136,7 +136,7 @@ def test_missing_checkpoint_error_says_what_to_download_and_where(tmp_path):
 def test_sei_fid_refuses_a_checkpoint_that_is_not_the_released_network(tmp_path):
     write_ddsm_checkpoint(tmp_path / SEI_CHECKPOINT)
     metric = METRICS.get("sei-fid")({"root": str(tmp_path)}, CPU, tmp_path)
-    assert metric.spec.paper and "predictions" in metric.spec.label
+    assert metric.spec.published is not None and "predictions" in metric.spec.label
     with pytest.raises(ValueError, match="not Sei-FID"):
         metric(EvalInputs(random_sequences(4), random_sequences(4, seed=1)))
 

@@ -7,6 +7,7 @@ config.yaml and sampler.jsonl) so that these tests exercise the same loading pat
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 from pathlib import Path
 from typing import Any
@@ -14,20 +15,19 @@ from typing import Any
 import numpy as np
 import pytest
 
-from suite.records import write_json, write_jsonl
+from suite.records import read_jsonl, write_json, write_jsonl
 from suite.table import (
-    COMPARISON_CAPTION,
     comparison_stats,
     comparison_table,
     final_rows,
     first_crossing,
     load_records,
-    main,
     parse_targets,
-    target_caption,
+    render,
     time_to_target,
     time_to_target_table,
 )
+from suite.table_command import main
 
 
 def write_run(
@@ -47,11 +47,17 @@ def write_run(
     status: str = "done",
     origin: str = "",
     nfe: int = 35,
+    samples: int = 50_000,
+    reference: int = 50_000,
+    split: int | None = 50_000,
     config: dict[str, Any] | None = None,
     sampler_log: list[dict[str, Any]] | None = None,
     hyper: dict[str, Any] | None = None,
 ) -> Path:
-    """One synthetic run: ``curve`` is its (kimg, value) evaluations."""
+    """One synthetic run: ``curve`` is its (kimg, value) evaluations, scored with ``samples`` generated and
+    ``reference`` of ``split`` reference examples (default: the published FID protocol, 50k against the whole
+    split; ``split=None`` writes rows from before the split size was recorded). Rows name no grid or steps,
+    as rows did before they recorded them: they are read as the run's own protocol."""
     run_dir = root / origin / "runs" / f"{task}-{budget}-{comparison}" / sampler / f"seed{seed}"
     name = sampler.split("[")[0]
     common = {
@@ -77,8 +83,8 @@ def write_run(
             "substitute_metric": substitute,
             "solver": "heun",
             "nfe": nfe,
-            "n_samples": 64,
-            "n_reference": 512,
+            "n_samples": samples,
+            "n_reference": reference,
             "guidance": 1.0,
             "importance_weighting": False,
             "eval_seconds": 1.0,
@@ -86,6 +92,8 @@ def write_run(
         }
         for k, v in curve
     ]
+    if split is not None:
+        rows = [row | {"reference_split": split} for row in rows]
     write_jsonl(run_dir / "records.jsonl", rows)
     write_json(
         run_dir / "run.json",
@@ -167,8 +175,10 @@ def test_higher_is_better_marks_the_maximum(tmp_path: Path):
     write_run(tmp_path, "owt", "infonoise", 0, [(5, 0.70)], metric="mauve", higher=True, nfe=127)
     write_run(tmp_path, "owt", "edm[p_mean=0.0]", 0, [(5, 0.75)], metric="mauve", higher=True, nfe=127)
     table = comparison_table(load_records(tmp_path))
-    assert cell_value(table, "owt", "edm") == "**0.80** (paper 0.83)"
-    assert cell_value(table, "owt", "infonoise") == "0.70 (paper 0.87)"
+    # The published MAUVE's sample count is not stated, so no measurement is on its protocol.
+    unstated = "(sample count not stated); ours 50k samples"
+    assert cell_value(table, "owt", "edm") == f"**0.80** (published 0.83 {unstated})"
+    assert cell_value(table, "owt", "infonoise") == f"0.70 (published 0.87 {unstated})"
     assert cell_value(table, "owt", "edm[p_mean=0.0]") == "0.75"
     assert cell_value(table, "owt", "metric") == "mauve ↑"
     columns = list(table.columns)
@@ -231,6 +241,97 @@ def test_first_crossing_interpolates():
     assert first_crossing(kimg, np.array([0.1, 0.5, 0.9]), 0.7, True) == pytest.approx(30.0)
     assert first_crossing(kimg, np.array([5.0, 4.0, 3.0]), 8.0, False) == 10.0
     assert math.isnan(first_crossing(kimg, np.array([30.0, 20.0, 15.0]), 10.0, False))
+
+
+def test_nan_and_inf_cells_print_as_such_and_are_never_best(tmp_path: Path):
+    """fid ↓: EDM's seeds end at 2 and NaN, LogU at −inf, Cos at 3, FM at inf; mauve ↑: InfoNoise at inf."""
+    for seed, final in enumerate([2.0, math.nan]):
+        write_run(tmp_path, "bfashion", "edm", seed, [(20, final)])
+    for label, final in (("logu", -math.inf), ("cos", 3.0), ("fm", math.inf)):
+        write_run(tmp_path, "bfashion", label, 0, [(20, final)])
+    write_run(tmp_path, "owt", "infonoise", 0, [(5, math.inf)], metric="mauve", higher=True, nfe=127)
+    write_run(tmp_path, "owt", "edm", 0, [(5, 0.80)], metric="mauve", higher=True, nfe=127)
+    stats = comparison_stats(load_records(tmp_path))
+    assert sorted(stats.loc[stats["best"], "sampler"]) == ["cos", "edm"]
+    assert stats.loc[stats["best"], "mean"].tolist() in ([3.0, 0.8], [0.8, 3.0])
+
+    table = comparison_table(load_records(tmp_path))
+    assert cell_value(table, "bfashion", "edm") == "nan (paper 0.94)"  # the NaN seed is not left out
+    assert cell_value(table, "bfashion", "logu") == "-inf (paper 1.10)"
+    assert cell_value(table, "bfashion", "cos") == "**3.00** (paper 1.20)"
+    assert cell_value(table, "bfashion", "fm") == "inf (paper 0.80)"
+    assert cell_value(table, "bfashion", "laplace") == "–"  # not run
+    assert (
+        cell_value(table, "owt", "infonoise")
+        == "inf (published 0.87 (sample count not stated); ours 50k samples)"
+    )
+    assert (
+        cell_value(table, "owt", "edm")
+        == "**0.80** (published 0.83 (sample count not stated); ours 50k samples)"
+    )
+
+
+def test_non_finite_values_never_set_the_target_nor_cross_it(tmp_path: Path):
+    """fid ↓ at kimg 10, 20, 40. EDM (30, 20, 10) sets the target 10: LogU ends at −inf and FM at NaN.
+    InfoNoise (20, NaN, 5) first reaches it at kimg 40 (no interpolation from a NaN), Laplace (inf, 12, 8),
+    not a paper baseline, at 20 + (10 − 12)·20/(8 − 12) = 30; LogU never does."""
+    kimg = [10.0, 20.0, 40.0]
+    for label, curve in (
+        ("edm", [30.0, 20.0, 10.0]),
+        ("logu", [40.0, 25.0, -math.inf]),
+        ("fm", [35.0, 30.0, math.nan]),
+        ("laplace", [math.inf, 12.0, 8.0]),
+        ("infonoise", [20.0, math.nan, 5.0]),
+    ):
+        write_run(tmp_path, "cifar10", label, 0, list(zip(kimg, curve, strict=True)))
+    result = time_to_target(load_records(tmp_path)).set_index("sampler")
+    assert (result["target_sampler"] == "edm").all() and (result["target"] == 10.0).all()
+    assert result.loc["infonoise", "kimg_to_target"] == 40.0
+    assert result.loc["laplace", "kimg_to_target"] == pytest.approx(30.0)
+    assert result.loc["logu", "result"] == "not reached" and result.loc["fm", "result"] == "not reached"
+    table = time_to_target_table(load_records(tmp_path))
+    assert cell_value(table, "cifar10", "target (logu, cos, fm, edm)") == "edm: 10.00"
+    assert cell_value(table, "cifar10", "InfoNoise speed-up") == "1.00×"
+
+
+def test_a_done_run_whose_records_stop_short_is_flagged_in_every_view(tmp_path: Path, capsys):
+    """Budget 20 examples in batches of 10 with 2 evaluation points (kimg 0.01 and 0.02). EDM seed 1 lacks
+    the first evaluation, InfoNoise's stats stop at 0.01: both stay in the means, marked, and are listed."""
+    from suite.status import collect
+
+    budget = {"budget": {"kimg": 0.02, "batch": 10, "eval_points": 2}}
+    complete = write_run(tmp_path, "bfashion", "edm", 0, [(0.01, 3.0), (0.02, 1.0)], config=budget)
+    short = write_run(tmp_path, "bfashion", "edm", 1, [(0.02, 2.0)], config=budget)
+    stopped = write_run(tmp_path, "bfashion", "infonoise", 0, [(0.01, 2.0), (0.02, 0.5)], config=budget)
+    for run, ticks in ((complete, [10, 20]), (short, [10, 20]), (stopped, [10])):
+        write_jsonl(run / "stats.jsonl", [{"nimg": n, "kimg": n / 1000} for n in ticks])
+    records = load_records(tmp_path)
+    why = {
+        str(short): "fid: no row at kimg 0.01 of 2 evaluation points",
+        str(stopped): "stats stop at kimg 0.01 of 0.02",
+    }
+    assert records.attrs["records_incomplete"] == why
+
+    table = comparison_table(records)
+    assert (
+        cell_value(table, "bfashion", "edm") == "1.50 ± 0.71 [records incomplete: 1 of 2 runs] (paper 0.94)"
+    )
+    assert (
+        cell_value(table, "bfashion", "infonoise")
+        == "**0.50** [records incomplete: 1 of 1 runs] (paper 0.69)"
+    )
+    targets = time_to_target_table(records)
+    assert cell_value(targets, "bfashion", "edm") == "0.02 [records incomplete]"
+    assert main(argparse.Namespace(results=str(tmp_path), budget=None, format="md")) == 0
+    out = capsys.readouterr().out
+    assert "Records incomplete: 2 done run(s)" in out
+    for run, reason in why.items():
+        assert f"- {run}: {reason}\n" in out
+
+    status = collect(tmp_path).set_index("seed")
+    edm = status[status["sampler"] == "edm"]
+    assert edm["status"].tolist() == ["done", "done, records incomplete"]
+    assert edm["error"].tolist() == ["", why[str(short)]]
 
 
 @pytest.fixture
@@ -322,13 +423,16 @@ def test_no_paper_baseline_leaves_only_the_all_fixed_target(tmp_path: Path):
     assert cell_value(table, "owt", "InfoNoise speed-up (all fixed)") == f"{20.0 / 15.0:.2f}×"
 
 
-def test_caption_states_both_targets_and_the_numerator():
-    caption = target_caption()
-    assert "Target (logu, cos, fm, edm)" in caption and "paper's fixed baselines" in caption
-    assert "target (all fixed)" in caption and "Laplace, Cauchy" in caption
-    assert "first crossing of its own final seed-mean value" in caption
-    assert "seed pairs" in caption
-    assert "Target (edm, laplace)" in target_caption(parse_targets("edm, laplace"))
+def test_the_printed_caption_names_the_targets_the_table_was_computed_with(tmp_path: Path, capsys):
+    write_run(tmp_path, "dna", "edm", 0, [(10, 20.0), (20, 10.0)])
+    write_run(tmp_path, "dna", "laplace", 0, [(10, 15.0), (20, 8.0)])
+    write_run(tmp_path, "dna", "infonoise", 0, [(10, 9.0), (20, 5.0)])
+    args = argparse.Namespace(results=str(tmp_path), budget=None, format="md", target_samplers="edm, laplace")
+    assert main(args) == 0
+    captions = [line for line in capsys.readouterr().out.splitlines() if line.startswith("### ")]
+    table = time_to_target_table(load_records(tmp_path), targets=parse_targets(args.target_samplers))
+    assert cell_value(table, "dna", "target (edm, laplace)") == "laplace: 8.00"
+    assert "Target (edm, laplace)" in captions[1] and "(logu, cos, fm, edm)" not in captions[1]
     with pytest.raises(ValueError, match="no target samplers"):
         parse_targets(" , ")
 
@@ -378,7 +482,6 @@ def test_both_kg_readings_stand_beside_the_papers_kg(tmp_path: Path):
     assert cell_value(table, "bfashion", "kg-uncorrected") == "**2.00** (paper 1.22)"
     columns = list(table.columns)
     assert columns.index("kg-uncorrected") == columns.index("kg") + 1
-    assert "kg-uncorrected: the same histogram without the correction" in COMPARISON_CAPTION
     target = time_to_target(load_records(tmp_path)).set_index("sampler")
     assert (target["target_sampler"] == "edm").all()  # neither KG reading is a fixed sampler
 
@@ -434,3 +537,112 @@ def test_seed_pairs_stay_within_their_comparison_row(tmp_path: Path):
         assert line["pairs"] == 2 and line["pair_mean"] == pytest.approx(line["speedup"])
     assert lines.loc[("smoke", "infonoise"), "speedup"] == pytest.approx(40.0 / 20.0)
     assert lines.loc[("short", "infonoise"), "speedup"] == pytest.approx(40.0 / 10.0)
+
+
+def rescore(run_dir: Path, grid: str, steps: int, values: dict[float, float]) -> None:
+    """Append what ``suite eval --grid GRID --steps STEPS`` appends: the run's row at each kimg of ``values``
+    with that grid, step count, Heun NFE and value."""
+    rows = read_jsonl(run_dir / "records.jsonl")
+    own = {row["kimg"]: row for row in rows if "grid" not in row}
+    scored = {"grid": grid, "steps": steps, "nfe": 2 * steps - 1}
+    new = [own[k] | scored | {"value": v} for k, v in values.items()]
+    write_jsonl(run_dir / "records.jsonl", rows + new)
+
+
+def inserted_lines(before: str, after: str) -> list[str]:
+    """The lines ``after`` adds to ``before``; fails if it changes or removes any line of ``before``."""
+    old, new = before.splitlines(), after.splitlines()
+    changes = difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes()
+    assert all(tag in ("equal", "insert") for tag, *_ in changes), "\n".join(difflib.unified_diff(old, new))
+    return [line for tag, _, _, j0, j1 in changes if tag == "insert" for line in new[j0:j1]]
+
+
+def test_rescored_rows_are_labelled_rows_of_their_own_and_leave_the_own_rows_unchanged(crossing: Path):
+    """InfoNoise re-scored on InfoGrid (15 steps, far better values) and EDM on Karras at 8 steps: the
+    own-protocol rows of both tables stay as they were, value for value, and the re-scored rows appear
+    under their own labels with their own means and crossings."""
+    records = load_records(crossing)
+    before = {fmt: render_tables(records, fmt) for fmt in ("md", "csv")}
+    runs = {p.parent.name + p.parent.parent.name: p.parent for p in crossing.rglob("records.jsonl")}
+    rescore(runs["seed0infonoise"], "infogrid", 15, {10.0: 3.0, 20.0: 2.0, 40.0: 1.0})
+    rescore(runs["seed1infonoise"], "infogrid", 15, {40.0: 2.0})
+    rescore(runs["seed0edm"], "karras", 8, {40.0: 30.0})
+    records = load_records(crossing)
+    for fmt in ("md", "csv"):
+        added = inserted_lines(before[fmt], render_tables(records, fmt))
+        assert len(added) == 3 and all("re-scored: " in line for line in added)
+    stats = comparison_stats(records).set_index(["row", "sampler"])
+    assert stats.loc[("cifar10", "infonoise"), "mean"] == pytest.approx(6.0)
+    infogrid = "cifar10 (re-scored: InfoGrid, 15 steps)"
+    assert stats.loc[(infogrid, "infonoise"), "mean"] == pytest.approx(1.5)
+    assert stats.loc[(infogrid, "infonoise"), "std"] == pytest.approx(math.sqrt(0.5))
+    assert stats.loc[(infogrid, "infonoise"), "nfe"] == "29"
+    assert stats.loc[("cifar10 (re-scored: Karras, 8 steps)", "edm"), "mean"] == pytest.approx(30.0)
+    main_row = time_to_target(records).query("row == 'cifar10'").set_index("sampler")
+    assert main_row.loc["infonoise", "kimg_to_target"] == pytest.approx(30.0)
+    assert main_row.loc["infonoise", "speedup"] == pytest.approx(40.0 / 30.0)
+    table = time_to_target_table(records)
+    # The InfoGrid row has no fixed sampler to set a target; EDM alone on Karras at 8 steps is its own target.
+    assert infogrid not in set(table["task"])
+    assert cell_value(table, "cifar10 (re-scored: Karras, 8 steps)", "target (all fixed)") == "edm: 30.00"
+
+
+def render_tables(records, fmt: str) -> str:
+    return render(comparison_table(records), fmt, "comparison") + render(
+        time_to_target_table(records), fmt, "target"
+    )
+
+
+def test_a_rescored_point_counts_only_at_the_runs_final_evaluation(basic: Path):
+    (run,) = [p.parent for p in basic.rglob("records.jsonl") if p.parent.parent.name == "logu"]
+    rescore(run, "infogrid", 15, {10.0: 0.1})
+    stats = comparison_stats(load_records(basic))
+    assert set(stats["row"]) == {"bfashion"}
+    rescore(run, "infogrid", 15, {20.0: 0.2})
+    stats = comparison_stats(load_records(basic)).set_index("row")
+    line = stats.loc["bfashion (re-scored: InfoGrid, 15 steps)"]
+    assert line["sampler"] == "logu" and line["mean"] == pytest.approx(0.2)
+
+
+def test_old_rows_take_their_steps_from_their_nfe_and_the_config(tmp_path: Path):
+    """Rows without steps (an old ``suite eval --steps 8`` on Karras's grid wrote grid and NFE only): Heun
+    NFE 35 is the config's 18 steps, the run's own protocol; NFE 15 is 8 steps, a re-score."""
+    run = write_run(tmp_path, "fashion", "edm", 0, [(10, 4.0)], config={"task": {"solver_steps": 18}})
+    (row,) = read_jsonl(run / "records.jsonl")
+    write_jsonl(run / "records.jsonl", [row, row | {"grid": "karras", "nfe": 15, "value": 9.0}])
+    records = load_records(tmp_path)
+    protocols = list(zip(records["steps"], records["protocol"], strict=True))
+    assert protocols == [(18.0, ""), (8.0, "Karras, 8 steps")]
+    assert comparison_stats(records).set_index("row").loc["fashion", "mean"] == 4.0
+
+
+@pytest.mark.parametrize(
+    ("protocol", "cell"),
+    [
+        ({}, "**4.00** (paper 0.94)"),
+        ({"samples": 1000}, "**4.00** (published 0.94 (50k samples); ours 1k samples)"),
+        (
+            {"reference": 1024, "split": 60_000},
+            "**4.00** (published 0.94 (whole reference split); ours 1024 of 60k references)",
+        ),
+        ({"split": None}, "**4.00** (published 0.94 (whole reference split); ours 50k references)"),
+        ({"nfe": 79}, "**4.00** (published 0.94 (NFE 35); ours NFE 79)"),
+    ],
+)
+def test_a_published_value_stands_only_beside_the_published_protocol(tmp_path: Path, protocol, cell):
+    write_run(tmp_path, "bfashion", "edm", 0, [(10, 4.0)], **protocol)
+    table = comparison_table(load_records(tmp_path))
+    assert cell_value(table, "bfashion", "edm") == cell
+    # FM did not run: its published value carries the row's protocol note.
+    note = cell.split(" ", 1)[1].replace("0.94", "0.80")
+    assert cell_value(table, "bfashion", "fm") == f"– {note}"
+
+
+def test_a_rescored_grid_is_not_the_published_protocol(tmp_path: Path):
+    run = write_run(tmp_path, "bfashion", "infonoise", 0, [(10, 4.0)])
+    rescore(run, "infogrid", 18, {10.0: 3.0})
+    table = comparison_table(load_records(tmp_path))
+    assert cell_value(table, "bfashion", "infonoise") == "**4.00** (paper 0.69)"
+    assert cell_value(table, "bfashion (re-scored: InfoGrid, 18 steps)", "infonoise") == (
+        "**3.00** (published 0.69 (Karras grid); ours InfoGrid grid)"
+    )

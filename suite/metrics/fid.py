@@ -53,14 +53,14 @@ from torch_fidelity.utils import (
     resolve_feature_layer_for_metric,
 )
 
-from suite.metrics import METRICS, EvalInputs, Metric
+from suite.metrics import INFONOISE_TABLE, METRICS, EvalInputs, Metric, MetricSpec
 from suite.metrics.inception import (
     inception_weights_archive,
     load_inception_weights,
     resolve_inception_weights,
     suite_cache_dir,
 )
-from suite.task import MetricSpec
+from suite.stopping import check
 
 INCEPTION_EXTRACTOR = "inception-v3-compat"
 
@@ -97,6 +97,7 @@ class ImageTensorDataset(Dataset):
         return self.images.shape[0]
 
     def __getitem__(self, index: int) -> Tensor:
+        check("while featurising images")  # a stop request abandons the evaluation here
         image = self.images[index]
         return image.expand(3, -1, -1) if image.shape[0] == 1 else image
 
@@ -314,7 +315,13 @@ class FIDMetric(Metric):
     def spec(self) -> MetricSpec:
         real = self.distance.feature_extractor == INCEPTION_EXTRACTOR
         label = "FID" if real else f"Fréchet distance ({self.distance.feature_extractor} features)"
-        return MetricSpec(name=self.distance.metric_name, higher_is_better=False, paper=real, label=label)
+        return MetricSpec(
+            name=self.distance.metric_name,
+            higher_is_better=False,
+            label=label,
+            published=INFONOISE_TABLE if real else None,
+            substitutes=None if real else "fid",
+        )
 
     def __call__(self, inputs: EvalInputs) -> dict[str, float]:
         return {"value": self.distance(inputs.generated, inputs.reference)}

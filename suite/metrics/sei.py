@@ -43,9 +43,9 @@ import torch
 from scipy.interpolate import BSpline
 from torch import Tensor, nn
 
-from suite.metrics import METRICS, EvalInputs, Metric
+from suite.metrics import INFONOISE_TABLE, METRICS, EvalInputs, Metric, MetricSpec
 from suite.metrics.frechet import frechet_distance
-from suite.task import MetricSpec
+from suite.stopping import check
 
 SEI_CHECKPOINT = "best.sei.model.pth.tar"
 SEI_TARGET_NAMES = "target.sei.names"
@@ -308,6 +308,7 @@ class SeiFeaturizer:
             return self._memo[key]
         parts: dict[str, list[np.ndarray]] = {"spline": [], "predictions": []}
         for start in range(0, len(sequences), self.batch_size):
+            check("while featurising sequences")  # a stop request abandons the evaluation here
             x = pad_to_sei(one_hot(sequences[start : start + self.batch_size])).to(self.device)
             spline, predictions = self.model(x)
             parts["spline"].append(spline.float().cpu().numpy())
@@ -413,7 +414,7 @@ class SeiFID(_FrechetOnSei):
     def spec(self) -> MetricSpec:
         dim = {"predictions": WIDTHS["full"].targets, "spline": WIDTHS["full"].stage3 * SPLINE_DF}[self.layer]
         label = f"Sei-FID (Sei {self.layer}, {dim:,}-d, strand-averaged)"
-        return MetricSpec("sei-fid", higher_is_better=False, paper=True, label=label)
+        return MetricSpec("sei-fid", higher_is_better=False, label=label, published=INFONOISE_TABLE)
 
 
 @METRICS.register("random-feature-fd")
@@ -440,7 +441,7 @@ class RandomFeatureFD(_FrechetOnSei):
     @property
     def spec(self) -> MetricSpec:
         label = f"FD on random-weight {self.width} Sei {self.layer} (not Sei-FID)"
-        return MetricSpec("random-feature-fd", higher_is_better=False, paper=False, label=label)
+        return MetricSpec("random-feature-fd", higher_is_better=False, label=label, substitutes="sei-fid")
 
 
 @METRICS.register("sp-mse")
@@ -458,7 +459,7 @@ class PromoterSeiMSE(Metric):
     @property
     def spec(self) -> MetricSpec:
         label = f"SP-MSE (DDSM; mean Sei {PROMOTER_ASSAY} prediction, {int(self.targets.sum())} targets)"
-        return MetricSpec("sp-mse", higher_is_better=False, paper=False, label=label)
+        return MetricSpec("sp-mse", higher_is_better=False, label=label)
 
     def __call__(self, inputs: EvalInputs) -> dict[str, float]:
         _check_sequences(inputs)

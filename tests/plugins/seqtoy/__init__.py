@@ -17,8 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from suite.metrics import METRICS, EvalInputs, Metric
-from suite.task import TASKS, MetricSpec, Task, TaskData, TensorSplit, content_fingerprint
+from suite.metrics import METRICS, EvalInputs, Metric, MetricSpec
+from suite.task import TASKS, Task, TaskData, TensorSplit, content_fingerprint
 
 BASES = "ACGT"
 CONF = Path(__file__).resolve().parent / "conf"
@@ -71,6 +71,8 @@ class SequenceToy(Task):
     """Toy one-hot sequences conditioned on a per-position GC-probability track (a test plugin)."""
 
     modality = "sequence"
+    conditional = True
+    model_space = "fixed"
 
     @property
     def sample_shape(self) -> tuple[int, ...]:
@@ -115,7 +117,7 @@ class GCMatchedMSE(Metric):
 
     @property
     def spec(self) -> MetricSpec:
-        return MetricSpec("gc-mse", higher_is_better=False, paper=False, label="GC-fraction MSE (toy)")
+        return MetricSpec("gc-mse", higher_is_better=False, label="GC-fraction MSE (toy)")
 
     def __call__(self, inputs: EvalInputs) -> dict[str, float]:
         if inputs.matched is None:
@@ -130,7 +132,7 @@ class DimerL1(Metric):
 
     @property
     def spec(self) -> MetricSpec:
-        return MetricSpec("dimer-l1", higher_is_better=False, paper=False, label="2-mer L1 (toy)")
+        return MetricSpec("dimer-l1", higher_is_better=False, label="2-mer L1 (toy)")
 
     def __call__(self, inputs: EvalInputs) -> dict[str, float]:
         def spectrum(sequences: list[str]) -> np.ndarray:

@@ -14,7 +14,7 @@ padding (28 → 14 → 7), so its attention resolution must be one of 28, 14, 7 
 Class conditioning takes one-hot rows (float) or integer indices. The label embedding is a bias-free
 linear map, so an all-zero row adds nothing: it is the suite's *null label*, used for label dropout in
 training and for the unconditional branch of classifier-free guidance (``suite.solvers.guided``).
-Augmentation labels (``augment_labels``, the 9 parameters of ``suite.augment.AugmentPipe``) enter the
+Augmentation labels (``augment_labels``, the 9 parameters of ``augment.AugmentPipe``) enter the
 same embedding through another bias-free linear map (Karras et al. 2022, Sec. 5 "non-leaking
 augmentation"); None or zeros — no augmentation — add nothing, which is how the network is sampled.
 

@@ -532,7 +532,7 @@ def expected_archive(pin: ArchivePin | None) -> tuple[ArchivePin, str, str] | No
     )
     if pin is not None:
         unpin = f"; if Zenodo has re-released the archive, add {UNPINNED_FLAG} to check it against the record"
-        return pin, "pinned as DDSM_ARCHIVE in suite/dna.py", again + unpin
+        return pin, "pinned as DDSM_ARCHIVE in infonoise_modalities/dna/data.py", again + unpin
     record = zenodo_checksum()
     return None if record is None else (record, f"Zenodo record {DDSM_API_URL}", again)
 

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from suite.networks import UNet
+from infonoise_modalities.image.networks import UNet
 from suite.task import Task, TaskData, TensorSplit, content_fingerprint
 
 BINARIZATIONS = ("threshold", "stochastic")
@@ -53,6 +53,7 @@ class ImageTask(Task):
     """An image task: subclasses say how to read the uint8 images from their real files."""
 
     modality = "image"
+    model_space = "fixed"
 
     @abstractmethod
     def load_images(self) -> Images:
@@ -66,6 +67,11 @@ class ImageTask(Task):
     def num_classes(self) -> int:
         """Number of classes for class-conditional training; 0 for unconditional tasks."""
         return int(self.cfg.get("num_classes", 0))
+
+    @property
+    def conditional(self) -> bool:  # type: ignore[override]
+        """Class-conditional exactly when the config's ``num_classes`` is positive."""
+        return self.num_classes > 0
 
     @property
     def sample_shape(self) -> tuple[int, ...]:

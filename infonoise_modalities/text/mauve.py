@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from suite.metrics import METRICS, EvalInputs, Metric
-from suite.task import MetricSpec
-from suite.text import MINILM_TOKENIZER, minilm_path
+from infonoise_modalities.text.data import MINILM_TOKENIZER, minilm_path
+from suite.metrics import INFONOISE_TABLE, METRICS, EvalInputs, Metric, MetricSpec
+from suite.stopping import check
 
 PAPER_FEATURIZER = "gpt2-large"
 DEFAULT_SEEDS = (25, 26, 27)
@@ -103,6 +103,7 @@ class TextModel:
         pad = self.tokenizer.eos_token_id if pad is None else pad
         order = np.argsort([len(ids) for ids in encoded], kind="stable")
         for start in range(0, len(order), batch_size):
+            check("while featurising texts")  # a stop request abandons the evaluation here
             chunk = order[start : start + batch_size]
             rows = [encoded[i] or [pad] for i in chunk]
             width = max(len(r) for r in rows)
@@ -180,11 +181,11 @@ class MauveMetric(Metric):
     @property
     def spec(self) -> MetricSpec:
         if Path(self.featurizer).name == PAPER_FEATURIZER:
-            return MetricSpec("mauve", True, True, "MAUVE (GPT-2 large features)")
+            return MetricSpec("mauve", True, "MAUVE (GPT-2 large features)", published=INFONOISE_TABLE)
         if self.featurizer == MINILM_TOKENIZER:
-            return MetricSpec("mauve-minilm", True, False, "MAUVE (MiniLM features)")
+            return MetricSpec("mauve-minilm", True, "MAUVE (MiniLM features)", substitutes="mauve")
         name = Path(self.featurizer).name
-        return MetricSpec(f"mauve-{name}", True, False, f"MAUVE ({name} features)")
+        return MetricSpec(f"mauve-{name}", True, f"MAUVE ({name} features)", substitutes="mauve")
 
     @property
     def model(self) -> TextModel:
@@ -274,12 +275,9 @@ class GenerativePerplexity(Metric):
     @property
     def spec(self) -> MetricSpec:
         name = Path(self.model_name).name
-        return MetricSpec(
-            "gen-ppl" if name == PAPER_FEATURIZER else f"gen-ppl-{name}",
-            False,
-            False,
-            f"generative perplexity ({name})",
-        )
+        if name == PAPER_FEATURIZER:
+            return MetricSpec("gen-ppl", False, f"generative perplexity ({name})")
+        return MetricSpec(f"gen-ppl-{name}", False, f"generative perplexity ({name})", substitutes="gen-ppl")
 
     def __call__(self, inputs: EvalInputs) -> dict[str, float]:
         if self._model is None:

@@ -24,7 +24,7 @@ symlet-6 wavelet filter; both are near-ideal half-band filters). Images whose tr
 are returned untouched (only the flips apply to them).
 
 The training loop calls the pipe on the batch of clean model-space images before noise is added and
-passes the labels to the network as ``augment_labels`` (``suite.networks.UNet(augment_dim=9)``).
+passes the labels to the network as ``augment_labels`` (``networks.UNet(augment_dim=9)``).
 """
 
 from __future__ import annotations
@@ -122,30 +122,18 @@ class AugmentPipe:
     def __repr__(self) -> str:
         return f"AugmentPipe(p={self.p})"
 
-    def __call__(
-        self,
-        images: Tensor,
-        generator: torch.Generator | None = None,
-        rows: slice | None = None,
-        total: int | None = None,
-    ) -> tuple[Tensor, Tensor]:
-        """Augment ``images``; with ``total`` the parameters are drawn for a batch of ``total`` rows of
-        which ``images`` are ``rows`` (a rank's share), so every rank draws what one process would (the result
-        agrees to float round-off: the padding depends on the largest transform among the images given)."""
+    def __call__(self, images: Tensor, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+        """Augment ``images`` (float [N, C, H, W]); the labels [N, 9] say what was done to each."""
         if images.dim() != 4 or not images.is_floating_point():
             raise ValueError(f"expected float images [N, C, H, W], got {images.dtype} {tuple(images.shape)}")
         n, _, h, w = images.shape
         device = images.device
-        draws = n if total is None else int(total)
-        share = slice(None) if rows is None else rows
-        if len(range(draws)[share]) != n:
-            raise ValueError(f"rows {rows} of a batch of {draws} are not the {n} images given")
 
         def uniform(*shape: int) -> Tensor:
-            return torch.rand((*shape, draws), generator=generator, device=device)[..., share]
+            return torch.rand((*shape, n), generator=generator, device=device)
 
         def normal(*shape: int) -> Tensor:
-            return torch.randn((*shape, draws), generator=generator, device=device)[..., share]
+            return torch.randn((*shape, n), generator=generator, device=device)
 
         def drawn(name: str) -> Tensor:
             return uniform() < self.probability[name]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from suite.datasets import load_idx_images
+from infonoise_modalities.image.idx import load_idx_images
 
 
 def data_cache_dir() -> Path:

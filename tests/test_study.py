@@ -1,0 +1,245 @@
+"""Study files: checked with one-line errors, planned as their command lines plan, dry-run with the cost and
+the SLURM arrays, and run end to end with a table of exactly their grid."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from datagen import write_mnist_format
+from subprocesses import cli_command, cli_env
+
+from suite.cli import main
+from suite.config import compose_run, group_options
+from suite.records import read_jsonl
+from suite.runner import plan_runs
+from suite.slurm import max_array_size
+from suite.study import load_study, plan_study
+
+REPO = Path(__file__).resolve().parent.parent
+REDUCED = REPO / "studies" / "reduced-bfashion.yaml"
+PAPER = REPO / "studies" / "paper-table.yaml"
+EVIDENCE_PLAN = REPO / "results" / "gpu" / "2026-11-30-h200" / "plan.json"
+
+VALID = {"name": "t", "budget": "smoke", "seeds": 1, "tasks": ["bfashion"], "samplers": ["edm"]}
+
+
+def study_file(tmp_path: Path, file: str = "study.yaml", **fields) -> Path:
+    path = tmp_path / file
+    path.write_text(json.dumps({k: v for k, v in (VALID | fields).items() if v is not None}))
+    return path
+
+
+@pytest.mark.parametrize(
+    "fields,message",
+    [
+        ({"samplers": ["edm", "edn"]}, "samplers: unknown sampler 'edn'; valid samplers: cauchy, cos, edm"),
+        ({"tasks": ["cifar99"]}, "tasks: unknown task 'cifar99'; valid tasks: bfashion, bmnist, cifar10"),
+        ({"tasks": {"bfashion": "budget.lr=1"}}, "tasks.bfashion must be a list of key=value strings"),
+        ({"budget": "huge"}, "budget: unknown budget 'huge'; valid budgets: paper, short, smoke"),
+        ({"seeds": 0}, "seeds must be a count of at least 1 (3: seeds 0-2) or a range A-B"),
+        ({"seeds": "2-1"}, "seeds must be a count of at least 1 (3: seeds 0-2) or a range A-B"),
+        ({"overrides": "budget.kimg=1"}, "overrides must be a list of key=value strings"),
+        ({"sampler": ["edm"]}, "unknown key(s) sampler; valid keys: name, description, budget, seeds"),
+        ({"samplers": None}, "missing key(s) samplers; a study needs name, budget, seeds, tasks, samplers"),
+    ],
+)
+def test_bad_study_files_are_refused_in_one_line_naming_the_key_and_the_valid_choices(
+    tmp_path, fields, message
+):
+    path = study_file(tmp_path, **fields)
+    with pytest.raises(ValueError) as err:
+        load_study(path)
+    assert str(err.value).startswith(f"{path}: ") and message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_a_bad_override_in_a_study_is_named_with_the_valid_keys(tmp_path):
+    study = load_study(study_file(tmp_path, overrides=["budget.lrr=1"]))
+    with pytest.raises(ValueError, match=r"task bfashion: unknown config key 'budget.lrr'; valid keys under"):
+        plan_study(study, tmp_path / "results")
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--budget", "short"], "sets the tasks, samplers, budget and seeds; drop --budget"),
+        (["--task", "bfashion", "--seeds", "2"], "drop --task, --seeds"),
+        (
+            ["budget.lr=1"],
+            "overrides may only set device, task.root, task.download (key=value, one value each)",
+        ),
+        (["task.root=a,b"], "got 'task.root=a,b'; put other settings in"),
+        (["task.root"], "got 'task.root'; put other settings in"),
+    ],
+)
+def test_a_study_refuses_grid_flags_and_overrides_on_the_command_line(tmp_path, capsys, argv, message):
+    assert main(["run", "--study", str(study_file(tmp_path)), "--dry-run", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_study_plans_exactly_the_runs_of_its_command_lines(tmp_path):
+    path = study_file(
+        tmp_path,
+        seeds="1-2",
+        samplers=["logu", "edm"],
+        tasks={"bfashion": ["budget.lr=0.001"]},
+        overrides=["budget.kimg=0.1"],
+    )
+    (row,) = plan_study(load_study(path), tmp_path, ["task.root=/elsewhere"])
+    expected = plan_runs(
+        "bfashion", "logu,edm", "smoke", 2, tmp_path, ["budget.kimg=0.1", "budget.lr=0.001"], first_seed=1
+    )
+    assert [r.run_dir for r in row.runs] == [r.run_dir for r in expected]
+    assert [r.label for r in row.runs] == [
+        f"bfashion/smoke/{s}/seed{k}" for s in ("logu", "edm") for k in (1, 2)
+    ]
+    assert all(run.cfg.task.root == "/elsewhere" and run.cfg.budget.lr == 0.001 for run in row.runs)
+
+
+def test_reduced_bfashion_scales_the_short_schedule_as_the_gpu_evidence_script_did():
+    study = load_study(REDUCED)
+    assert (study.budget, study.seeds, list(study.tasks)) == ("short", 3, ["bfashion"])
+    assert list(study.samplers) == group_options("sampler")
+    ran = json.loads(EVIDENCE_PLAN.read_text())["overrides"]
+    where = ("task.root=", "task.metrics.fid.weights_path=")
+    assert [o.split("=")[0] for o in study.overrides] == [
+        o.split("=")[0] for o in ran if not o.startswith(where)
+    ]
+    budget = compose_run("bfashion", "edm", "short", list(study.overrides)).budget
+    short = compose_run("bfashion", "edm", "short").budget
+    scale = 256 / short.kimg  # tests/gpu/evidence.sh: the schedule scaled by kimg / the short budget's kimg
+    assert budget.kimg == 256
+    assert budget.adaptive.warmup_steps == max(2, round(short.adaptive.warmup_steps * scale))
+    assert budget.adaptive.refresh_every == max(2, round(short.adaptive.refresh_every * scale))
+    for key in ("lr_rampup_kimg", "ema_halflife_kimg", "tick_kimg"):
+        assert budget[key] == pytest.approx(short[key] * scale)
+    assert (budget.eval_points, budget.eval.samples, budget.eval.reference) == (3, 1000, 10000)
+
+
+def test_paper_table_study_is_the_published_rows_by_every_sampler_config():
+    study = load_study(PAPER)
+    published = pd.read_csv(REPO / "results" / "paper" / "infonoise_table.csv")["task"].tolist()
+    assert list(study.tasks) == published and len(published) == 9
+    assert list(study.samplers) == group_options("sampler") and len(study.samplers) == 9
+    assert (study.budget, study.first_seed, study.seeds, study.overrides) == ("paper", 0, 3, ())
+
+
+@pytest.mark.slow
+def test_reduced_bfashion_dry_run_prints_the_grid_the_cost_and_the_slurm_arrays(tmp_path, capsys):
+    from suite.cost import planned_cost
+    from suite.spec import run_spec
+
+    argv = ["run", "--study", str(REDUCED), "--dry-run", "--results", str(tmp_path)]
+    assert main([*argv, "--launcher", "slurm", "--partition", "gpu-x"]) == 0
+    out = capsys.readouterr().out
+    samplers = group_options("sampler")
+    assert "27 run(s):" in out
+    for sampler in samplers:
+        for seed in range(3):
+            assert f"[    pending] bfashion/short/{sampler}/seed{seed} " in out
+    assert not list(tmp_path.iterdir())  # nothing written
+    study = load_study(REDUCED)
+    cost = planned_cost(run_spec(compose_run("bfashion", "edm", "short", list(study.overrides))))
+    assert cost["examples"] == 256_000
+    (row,) = [line.split() for line in out.splitlines() if line.startswith("  bfashion ")]
+    (total,) = [line.split() for line in out.splitlines() if line.startswith("  total ")]
+    assert row[1:3] == ["27", f"{cost['gflop_per_example']:.4g}"]
+    assert float(row[4]) == pytest.approx(cost["device_hours"], rel=1e-2)
+    assert float(row[5]) == float(total[2]) == pytest.approx(27 * cost["device_hours"], rel=1e-2)
+    arrays = math.ceil(27 / max_array_size())
+    assert f": {arrays} array(s) of 27 run(s); 0 run(s) done already" in out
+    assert "run(s) of bfashion (gpu-x, 0 GPU(s)" in out
+
+
+# -- a CPU smoke study, end to end -------------------------------------------------------------------------
+TINY = [
+    "budget.kimg=0.192",
+    "budget.batch=32",
+    "budget.tick_kimg=0.064",
+    "budget.checkpoint_kimg=0.096",
+    "budget.eval_points=2",
+    "budget.eval.samples=32",
+    "budget.eval.reference=64",
+    "budget.eval.batch_size=32",
+    "budget.lr_rampup_kimg=0.064",
+    "budget.adaptive.warmup_steps=2",
+    "budget.adaptive.refresh_every=2",
+    "task.metrics.fid.feature_extractor=rand-test",
+    "task.metrics.fid.batch_size=32",
+    "task.solver_steps=3",
+    "task.networks.smoke.model_channels=8",
+    "task.networks.smoke.channel_mult=[1,2]",
+]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    done = subprocess.run(cli_command(*args), env=cli_env(), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def markdown_rows(text: str) -> list[dict[str, str]]:
+    """The first Markdown table of ``text`` as dicts of cells."""
+    lines: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("|"):
+            lines.append(line)
+        elif lines:
+            break
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    return [
+        dict(zip(header, (c.strip() for c in line.strip("|").split("|")), strict=True)) for line in lines[2:]
+    ]
+
+
+@pytest.mark.slow
+def test_a_smoke_study_runs_end_to_end_and_its_table_shows_exactly_its_grid(tmp_path, capsys):
+    data = write_mnist_format(tmp_path / "fashion-idx")
+    results = tmp_path / "results"
+    path = study_file(tmp_path, seeds=3, samplers=["edm", "logu"], overrides=TINY)
+    ran = cli("run", "--study", str(path), "--results", str(results), f"task.root={data}")
+    assert ran.stdout.count("  done         bfashion/smoke/") == 6
+    # a run outside the grid in the same comparison: edm's seed 3 (seeds 0-2 are done already)
+    extra = cli(
+        "run",
+        "--task",
+        "bfashion",
+        "--sampler",
+        "edm",
+        "--seeds",
+        "4",
+        "--results",
+        str(results),
+        f"task.root={data}",
+        *TINY,
+    )
+    assert extra.stdout.count("done already: ") == 3
+
+    assert main(["table", "--results", str(results)]) == 0
+    (everything,) = markdown_rows(capsys.readouterr().out)
+    assert everything["seeds"] == "3–4"
+    assert main(["table", "--results", str(results), "--study", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "6 of 6 run(s) in the tables; 0 missing" in out
+    (row,) = markdown_rows(out)
+    assert row["seeds"] == "3" and row["task"] == "bfashion"
+    for sampler in ("edm", "logu"):  # each cell: the mean of its sampler's three final values
+        finals = []
+        for seed in range(3):
+            (folder,) = results.glob(f"runs/*/{sampler}/seed{seed}")
+            finals.append(max(read_jsonl(folder / "records.jsonl"), key=lambda r: r["kimg"])["value"])
+        assert row[sampler].strip("*").startswith(f"{sum(finals) / 3:.2f} ± ")
+    assert all(row[s] == "–" for s in group_options("sampler") if s not in ("edm", "logu"))
+
+    wider = study_file(tmp_path, "wider.yaml", seeds=3, samplers=["edm", "logu", "cos"], overrides=TINY)
+    assert main(["table", "--results", str(results), "--study", str(wider)]) == 0
+    out = capsys.readouterr().out
+    assert "6 of 9 run(s) in the tables; 3 missing:" in out
+    assert [line.split()[1] for line in out.splitlines() if line.startswith("  missing ")] == [
+        f"bfashion/smoke/cos/seed{k}" for k in range(3)
+    ]
