@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import torch
 from subprocesses import cli_command, cli_env
-from test_faults import BUDGET, DEBRIS_SUFFIXES, FASHION_MNIST, without_timing
+from test_faults import BUDGET, DEBRIS_SUFFIXES, FASHION, without_timing
 
 from suite.checkpoint import list_checkpoints
 from suite.cli import main
@@ -48,7 +48,7 @@ def command(results: Path, *flags: str) -> list[str]:
         "--results",
         str(results),
         *flags,
-        f"task.root={FASHION_MNIST}",
+        f"task.root={FASHION}",
         *BUDGET,
     )
 
@@ -140,9 +140,9 @@ def sigterm_pending(pid: int) -> bool:
 
 @pytest.fixture(scope="module")
 def fashion() -> Path:
-    if not (FASHION_MNIST / "train-images-idx3-ubyte.gz").is_file():
-        pytest.skip(f"no real Fashion-MNIST in {FASHION_MNIST} (apt-get install dataset-fashion-mnist)")
-    return FASHION_MNIST
+    if not (FASHION / "train-images-idx3-ubyte.gz").is_file():
+        pytest.skip(f"no real Fashion-MNIST in {FASHION} (apt-get install dataset-fashion-mnist)")
+    return FASHION
 
 
 @pytest.fixture(scope="module")
