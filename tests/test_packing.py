@@ -229,7 +229,7 @@ def test_a_packed_launch_killed_then_stopped_by_sigterm_resumes_both_runs_to_the
     assert out.count("took over the stale lease of") == 2, out
     assert proc.returncode == 130, out
     for sampler in SAMPLERS:
-        assert f"  interrupted  bfashion/smoke/{sampler}/seed0  stopped by signal 15 at kimg" in out
+        assert f"  interrupted  bfashion/smoke/{sampler}/seed0  stopped by SIGTERM at kimg" in out
         assert info(results, sampler)["status"] == "interrupted"
 
     # Re-run to the end.
