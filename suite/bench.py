@@ -1,4 +1,4 @@
-"""``suite bench train|sampler|eval``: the runner's speed, measured side by side in one run.
+"""``suite bench train|sampler|eval|sweep``: the runner's speed, measured side by side in one run.
 
 * ``train``: examples per second of ``Trainer.train_step`` (data indexing, σ draw, forward, backward,
   Adam, sampler observation, EMA) for each precision/compile variant the runner supports: ``fp32``,
@@ -21,6 +21,16 @@
 * ``eval``: samples per second of the EMA model with the task's solver at its NFE, and the time of each
   of the task's metrics on those samples against the cached reference (after a warm-up call that loads
   the featuriser).
+* ``sweep``: for each K of ``--runs`` (1 included, the baseline), K processes on one device, each as
+  ``suite run --runs-per-gpu K`` starts them (``spawn``, ``OMP_NUM_THREADS`` = cores // K), each building
+  the task's trainer as ``train`` does and, after warm-up, timing ``--steps`` training steps and then the
+  generation of ``--samples`` samples as ``eval`` does, the K processes starting each phase together (a
+  barrier). Aggregate rates are K × the work of one process over the wall time from the first process's
+  start to the last one's end (``time.monotonic``, one clock for all processes); the ratio column divides
+  them by the single run's. Peak memory is summed over the processes: ``torch.cuda.max_memory_allocated``
+  of each on CUDA (the CUDA context each process holds comes on top), each one's peak resident set size
+  on the CPU. The processes import ``$SUITE_PLUGINS`` first, as SLURM jobs do. Printed as a markdown
+  table.
 
 CUDA work is timed with CUDA events between synchronisations, CPU work with ``time.perf_counter``; every
 figure is the mean over the timed calls after untimed warm-up calls. ``--out`` writes the report as JSON.
@@ -33,11 +43,14 @@ import copy
 import gc
 import json
 import math
+import multiprocessing
 import resource
 import shlex
 import tempfile
 import time
 from collections.abc import Callable
+from multiprocessing.connection import Connection, wait
+from multiprocessing.synchronize import Barrier
 from pathlib import Path
 from typing import Any
 
@@ -576,6 +589,159 @@ def bench_eval(args: argparse.Namespace) -> dict[str, Any]:
     return {"rows": rows, "columns": columns, "notes": notes, **extra}
 
 
+# -- sweep -------------------------------------------------------------------------------------------
+def parse_runs(spec: str) -> list[int]:
+    """``--runs`` as a list of distinct positive counts that includes 1 (the baseline)."""
+    try:
+        counts = [int(k) for k in spec.split(",") if k.strip()]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1 or len(set(counts)) != len(counts) or 1 not in counts:
+        raise ValueError(
+            f"--runs {spec!r}: give a comma list of distinct positive numbers of concurrent runs that "
+            "includes 1, the baseline (e.g. 1,2,4,8)"
+        )
+    return counts
+
+
+def sweep_worker(options: dict[str, Any], start: Barrier, report: Connection) -> None:
+    """One of K concurrent processes of ``suite bench sweep``: build the trainer, warm up, then (each phase
+    begun with the others at ``start``, a barrier) time the training steps and the generation; sends the
+    phases' monotonic start and end times and this process's peak memory."""
+    from suite.registry import import_plugins
+
+    import_plugins()
+    args = argparse.Namespace(**options)
+    device = device_of(args)
+    cfg = compose(args, extra=[f"budget.batch={args.batch}"] if args.batch else [])
+    warm, timed = steps_of(args, TRAIN_STEPS, device)
+    n = int(args.samples or (cfg.budget.eval.samples if device.type == "cuda" else CPU_EVAL_SAMPLES))
+    guidance = float(cfg.budget.eval.guidance)
+    with tempfile.TemporaryDirectory(prefix="suite-bench-") as tmp:
+        trainer = Trainer(cfg, Path(tmp))
+        evaluator = trainer.evaluator
+        assert evaluator is not None  # the single process is the main rank
+        sigmas = evaluator.grid("karras", int(cfg.task.solver_steps), None)
+        for _ in range(warm):
+            trainer.train_step()
+        evaluator.generate(trainer.state.ema, 2, sigmas, guidance)
+        synchronize(device)
+        start.wait()
+        train_from = time.monotonic()
+        for _ in range(timed):
+            trainer.train_step()
+        synchronize(device)
+        train_to = time.monotonic()
+        start.wait()
+        generate_from = time.monotonic()
+        evaluator.generate(trainer.state.ema, n, sigmas, guidance)
+        synchronize(device)
+        generate_to = time.monotonic()
+        report.send(
+            {
+                "train": (train_from, train_to),
+                "generate": (generate_from, generate_to),
+                "steps": timed,
+                "batch": trainer.batch,
+                "samples": n,
+                "peak_memory_mib": peak_memory_mib(device),
+                "threads": torch.get_num_threads(),
+            }
+        )
+    report.close()
+
+
+def concurrent_runs(args: argparse.Namespace, count: int) -> list[dict[str, Any]]:
+    """The reports of ``count`` concurrent :func:`sweep_worker` processes; raises if one of them failed."""
+    from suite.runner import child_environment, usable_cores
+
+    spawn = multiprocessing.get_context("spawn")
+    start = spawn.Barrier(count)
+    options = {key: value for key, value in vars(args).items() if key != "func"}
+    workers = []
+    for _ in range(count):
+        reader, writer = spawn.Pipe(duplex=False)
+        process = spawn.Process(target=sweep_worker, args=(options, start, writer))
+        with child_environment(OMP_NUM_THREADS=str(max(1, usable_cores() // count))):
+            process.start()
+        writer.close()
+        workers.append((process, reader))
+    reports: list[dict[str, Any]] = []
+    failed = []
+    for process, reader in workers:
+        while process.exitcode is None and not reader.poll():
+            wait([process.sentinel, reader], timeout=1.0)
+            if any(p.exitcode not in (None, 0) for p, _ in workers):
+                start.abort()  # the others would wait for it at the barrier
+        if reader.poll():
+            reports.append(reader.recv())
+        process.join()
+        if process.exitcode != 0:
+            failed.append(process.exitcode)
+    if failed:
+        raise RuntimeError(
+            f"{len(failed)} of {count} sweep processes failed (exit status {failed}); their tracebacks "
+            "are printed above"
+        )
+    return reports
+
+
+def bench_sweep(args: argparse.Namespace) -> dict[str, Any]:
+    """Aggregate training examples/s, generated samples/s and peak memory of K concurrent runs, per K."""
+    counts = parse_runs(args.runs)
+    device = device_of(args)
+    rows = []
+    work: dict[str, Any] = {}
+    for count in sorted(counts):
+        reports = concurrent_runs(args, count)
+        work = {key: reports[0][key] for key in ("steps", "batch", "samples")}
+        train_s = max(r["train"][1] for r in reports) - min(r["train"][0] for r in reports)
+        generate_s = max(r["generate"][1] for r in reports) - min(r["generate"][0] for r in reports)
+        rows.append(
+            {
+                "runs": count,
+                "threads_per_run": reports[0]["threads"],
+                "train_examples_per_s": sum(r["steps"] * r["batch"] for r in reports) / train_s,
+                "train_s": train_s,
+                "samples_per_s": sum(r["samples"] for r in reports) / generate_s,
+                "generate_s": generate_s,
+                "peak_memory_mib": sum(r["peak_memory_mib"] for r in reports),
+            }
+        )
+    base = rows[0]
+    for row in rows:
+        row["train_ratio"] = row["train_examples_per_s"] / base["train_examples_per_s"]
+        row["samples_ratio"] = row["samples_per_s"] / base["samples_per_s"]
+        row["memory_ratio"] = row["peak_memory_mib"] / base["peak_memory_mib"]
+    memory = "torch.cuda.max_memory_allocated" if device.type == "cuda" else "peak RSS"
+    notes = [
+        f"each run: {work['steps']} timed training steps at batch {work['batch']}, then {work['samples']} "
+        "generated samples (the task's solver and NFE), after warm-up; each phase started together",
+        "aggregate rate = K × one run's work / wall time from the first start to the last end; ratio = "
+        "against 1 run",
+        f"peak MiB = sum over the K processes of each one's {memory}",
+    ]
+    columns = [
+        ("runs", "runs"),
+        ("threads_per_run", "threads/run"),
+        ("train_examples_per_s", "train ex/s"),
+        ("train_ratio", "× 1 run"),
+        ("samples_per_s", "samples/s"),
+        ("samples_ratio", "× 1 run"),
+        ("peak_memory_mib", "peak MiB"),
+        ("memory_ratio", "× 1 run"),
+    ]
+    return {
+        "runs": sorted(counts),
+        "batch": work["batch"],
+        "timed_steps": work["steps"],
+        "samples": work["samples"],
+        "rows": rows,
+        "columns": columns,
+        "notes": notes,
+    }
+
+
 # -- output ------------------------------------------------------------------------------------------
 def command_line(args: argparse.Namespace) -> str:
     """The ``suite bench`` command that reproduces this measurement, rebuilt from its arguments."""
@@ -590,7 +756,7 @@ def command_line(args: argparse.Namespace) -> str:
         "--device",
         args.device,
     ]
-    for option in ("batch", "steps", "samples", "variants", "out"):
+    for option in ("batch", "steps", "samples", "variants", "runs", "out"):
         value = getattr(args, option, None)
         if value is not None:
             parts += [f"--{option}", str(value)]
@@ -623,9 +789,21 @@ def format_table(report: dict[str, Any]) -> str:
     return "\n".join(text + skipped + [f"# {note}" for note in report["notes"]])
 
 
+def format_markdown(report: dict[str, Any]) -> str:
+    """The report's rows as a markdown table, then its notes."""
+    columns = report["columns"]
+    lines = ["| " + " | ".join(title for _, title in columns) + " |", "|" + "---:|" * len(columns)]
+    for row in report["rows"]:
+        lines.append("| " + " | ".join(_cell(row.get(key)) for key, _ in columns) + " |")
+    return "\n".join(lines + [""] + [f"- {note}" for note in report["notes"]])
+
+
 def main(args: argparse.Namespace) -> int:
-    """``suite bench train|sampler|eval``: measure, print the table and, with ``--out``, write the JSON."""
-    bench = {"train": bench_train, "sampler": bench_sampler, "eval": bench_eval}[args.what]
+    """``suite bench train|sampler|eval|sweep``: measure, print the table and, with ``--out``, write the
+    JSON."""
+    bench = {"train": bench_train, "sampler": bench_sampler, "eval": bench_eval, "sweep": bench_sweep}[
+        args.what
+    ]
     device = device_of(args)
     report = bench(args)
     header = {
@@ -647,7 +825,7 @@ def main(args: argparse.Namespace) -> int:
         f"suite bench {args.what} · task {args.task} · budget {args.budget} · {header['device_name']}"
         f"{' · ' + ' '.join(args.overrides) if args.overrides else ''}"
     )
-    print(format_table(report), flush=True)
+    print((format_markdown if args.what == "sweep" else format_table)(report), flush=True)
     if args.out:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)

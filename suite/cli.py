@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 
 def _run(args: argparse.Namespace) -> int:
-    from suite.runner import check_runs, describe, plan_runs, run_local
+    from suite.runner import check_pack_size, check_runs, describe, plan_runs, run_local, run_packed
 
     if args.study:
         from suite.study import run_study
@@ -28,6 +28,7 @@ def _run(args: argparse.Namespace) -> int:
         args.task, args.sampler or "all", args.budget or "smoke", seeds, args.results, args.overrides
     )
     check_runs(runs)  # every sampler, weight, task and network built, every invalid value reported at once
+    check_pack_size(args.runs_per_gpu)
     if args.dry_run:
         from omegaconf import OmegaConf
 
@@ -42,7 +43,7 @@ def _run(args: argparse.Namespace) -> int:
         from suite.slurm import submit
 
         return submit(runs, args)
-    return run_local(runs)
+    return run_local(runs) if args.runs_per_gpu == 1 else run_packed(runs, args.runs_per_gpu)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -124,6 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--time", type=int, default=None, help="minutes per SLURM job")
     run.add_argument("--array-parallelism", type=int, default=None)
     run.add_argument("--profile", default=None, help="cluster profile in slurm/profiles/ (default: local)")
+    run.add_argument(
+        "--runs-per-gpu",
+        type=int,
+        default=1,
+        help="train K runs at once on one device, as K processes (SLURM: K runs per array task)",
+    )
     run.add_argument("overrides", nargs="*", help="key=value config overrides; a,b,c sweeps a value")
     run.set_defaults(func=_run)
 
@@ -218,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("train", "training throughput, FLOPs and memory per precision/compile variant"),
         ("sampler", "each sampler's cost per step against the training step"),
         ("eval", "samples/s at the task's NFE and metric features/s"),
+        ("sweep", "aggregate examples/s, samples/s and memory of K concurrent runs on one device"),
     ):
         kind = kinds.add_parser(what, help=about)
         kind.add_argument("--task", default="bfashion")
@@ -231,13 +239,16 @@ def build_parser() -> argparse.ArgumentParser:
                 "train": "global batch (default: the budget's)",
                 "sampler": "global batch (default 512)",
                 "eval": "sample and feature batch (default: the budget's eval.batch_size)",
+                "sweep": "global batch of each run (default: the budget's)",
             }[what],
         )
-        if what in ("train", "sampler"):
+        if what in ("train", "sampler", "sweep"):
             kind.add_argument("--steps", type=int, default=None, help="timed training steps")
         if what == "train":
             kind.add_argument("--variants", default=None, help="comma list of fp32,bf16,bf16+compile (all)")
-        if what == "eval":
+        if what == "sweep":
+            kind.add_argument("--runs", default="1,2,4,8", help="comma list of concurrent runs, 1 included")
+        if what in ("eval", "sweep"):
             kind.add_argument(
                 "--samples",
                 type=int,

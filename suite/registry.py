@@ -12,6 +12,7 @@ each of its problems.
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
@@ -99,3 +100,13 @@ class Registry(Generic[T]):
     def __iter__(self) -> Iterator[tuple[str, type[T]]]:
         self._discover()
         return iter(sorted(self._entries.items()))
+
+
+PLUGINS_ENV = "SUITE_PLUGINS"
+
+
+def import_plugins() -> None:
+    """Import the modules named in ``$SUITE_PLUGINS`` (comma list), e.g. extra feature extractors."""
+    for name in os.environ.get(PLUGINS_ENV, "").split(","):
+        if name.strip():
+            importlib.import_module(name.strip())

@@ -16,6 +16,20 @@ when a run failed, ``EXIT_BUSY`` (3) when none failed but a run was left to anot
 busy, or its lease lost), and ``EXIT_INTERRUPTED`` (130) when SIGTERM/SIGUSR2 stopped it (the runs after
 it are not started).
 
+Several runs on one device (``--runs-per-gpu K``, :func:`run_packed`): the runs are trained K at a time
+as K child processes on the same device, each started fresh (``spawn``: the launcher's main module is
+imported again, so plugins it registers are there, and ``$SUITE_PLUGINS`` is imported as in a SLURM job)
+with ``OMP_NUM_THREADS`` = cores // K (the CPUs this process may use, divided evenly). A child trains its
+run exactly as a launch of that run alone does (its own lease, records, checkpoints and resume), so K
+packed runs write the same records as the K runs launched one by one, value for value (on the CPU, when
+both use the same number of threads: a reduction's order follows the thread count). When a child ends,
+the next run starts in its place. SIGTERM/SIGUSR2 to the launcher is forwarded to every child, which
+checkpoints and stops (a child still loading stops at once and resumes from its last checkpoint), and no
+further run starts; the launch ends with the same lines and exit codes as above. Separate processes
+rather than one process stepping K stacked networks (``torch.func``): each run stays isolated (a failure,
+a lease lost or a stop touches its own run only), writes exactly what it writes alone, and the training
+loop is unchanged. Whether stacking would gain more on a GPU is measured by ``suite bench sweep``.
+
 Before anything runs (and for ``--dry-run``), :func:`check_runs` reads every planned run's spec
 (``suite.spec``) and builds its loss weight, noise sampler, task and network with the functions training
 uses (``suite.assembly``), without loading data, and reports every invalid value at once.
@@ -25,8 +39,14 @@ from __future__ import annotations
 
 import functools
 import json
+import multiprocessing
+import os
+import signal
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +65,7 @@ from suite.lease import LeaseLost, RunBusy
 from suite.records import RunDirectory, read_json, write_json
 from suite.sampler import SAMPLERS
 from suite.spec import RunSpec, SpecError, read_spec
-from suite.stopping import EXIT_INTERRUPTED, Interrupted, check
+from suite.stopping import EXIT_INTERRUPTED, STOP_SIGNALS, Interrupted, check
 from suite.task import TASKS
 from suite.training import train
 
@@ -227,6 +247,32 @@ def run_one(cfg_dict: dict[str, Any], run_dir: str) -> dict[str, Any]:
     return RunDirectory(run_dir).info()
 
 
+def attempt(cfg_dict: dict[str, Any], run_dir: str) -> tuple[str, str]:
+    """Launch one run in this process: its outcome and why (``interrupted`` when SIGTERM/SIGUSR2 stopped
+    it, ``failed`` with the error's first line after printing its traceback; train() records it)."""
+    try:
+        return launch_run(cfg_dict, run_dir)
+    except Interrupted as stop:
+        print(stop, flush=True)
+        return "interrupted", str(stop)
+    except Exception as err:  # recorded in run.json by train(); the launch goes on with the other runs
+        traceback.print_exc()
+        return "failed", f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0]}"
+
+
+def summarize(outcomes: list[tuple[str, PlannedRun, str]]) -> int:
+    """Print one line per run (outcome, label, why) and return the launch's exit code (module docstring)."""
+    print(f"{len(outcomes)} run(s):")
+    for outcome, run, why in outcomes:
+        print(f"  {outcome:<12} {run.label}" + (f"  {why}" if why else ""))
+    found = {outcome for outcome, _, _ in outcomes}
+    if found & {"interrupted", "not started"}:  # runs are left unstarted only after a stop request
+        return EXIT_INTERRUPTED
+    if "failed" in found:
+        return EXIT_FAILED
+    return EXIT_BUSY if found & {"busy", "lease lost"} else EXIT_DONE
+
+
 def run_local(runs: list[PlannedRun]) -> int:
     """Run the planned runs one after the other (failures are recorded and the rest still run; an
     interruption stops the launch), print one line per run, and return the exit code (module docstring)."""
@@ -242,22 +288,142 @@ def run_local(runs: list[PlannedRun]) -> int:
             continue
         try:
             check(f"before {run.label}")
-            print(f"== {run.label} -> {run.run_dir}", flush=True)
-            cfg_dict = OmegaConf.to_container(run.cfg, resolve=True)
-            outcome, why = launch_run(cfg_dict, str(run.run_dir))  # type: ignore[arg-type]
         except Interrupted as stop:
             print(stop, flush=True)
-            outcome, why, interrupted = "interrupted", str(stop), True
-        except Exception as err:  # recorded in run.json by train(); keep going with the other runs
-            traceback.print_exc()
-            outcome, why = "failed", f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0]}"
+            interrupted = True
+            outcomes.append(("interrupted", run, str(stop)))
+            continue
+        print(f"== {run.label} -> {run.run_dir}", flush=True)
+        cfg_dict = OmegaConf.to_container(run.cfg, resolve=True)
+        outcome, why = attempt(cfg_dict, str(run.run_dir))  # type: ignore[arg-type]
+        interrupted = outcome == "interrupted"
         outcomes.append((outcome, run, why))
-    print(f"{len(runs)} run(s):")
-    for outcome, run, why in outcomes:
-        print(f"  {outcome:<12} {run.label}" + (f"  {why}" if why else ""))
-    found = {outcome for outcome, _, _ in outcomes}
-    if interrupted:
-        return EXIT_INTERRUPTED
-    if "failed" in found:
-        return EXIT_FAILED
-    return EXIT_BUSY if found & {"busy", "lease lost"} else EXIT_DONE
+    return summarize(outcomes)
+
+
+# -- several runs on one device ----------------------------------------------------------------------
+
+
+def check_pack_size(runs_per_gpu: int) -> None:
+    """``--runs-per-gpu`` must be a positive number of runs."""
+    if runs_per_gpu < 1:
+        raise ValueError(f"--runs-per-gpu must be at least 1 (1: one run at a time), got {runs_per_gpu}")
+
+
+def usable_cores() -> int:
+    """The CPUs this process may run on (its affinity mask, which SLURM and taskset restrict)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+@contextmanager
+def child_environment(**variables: str) -> Iterator[None]:
+    """Set environment variables for the child processes started inside the block (a spawned child
+    inherits this process's environment when it starts), and restore them after."""
+    before = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _packed_child(cfg_dict: dict[str, Any], run_dir: str, report: Connection) -> None:
+    """Entry point of one packed run's process: import ``$SUITE_PLUGINS``, launch the run as
+    :func:`attempt` does, and send its (outcome, why) to the launcher."""
+    from suite.registry import import_plugins
+
+    import_plugins()
+    outcome = attempt(cfg_dict, run_dir)
+    with suppress(BrokenPipeError):  # a launcher killed meanwhile; the outcome is in the run's run.json
+        report.send(outcome)
+    report.close()
+
+
+def _ended(
+    process: multiprocessing.process.BaseProcess, report: Connection, stops: list[int]
+) -> tuple[str, str]:
+    """The (outcome, why) of a finished child: what it sent, else what its exit status says."""
+    if report.poll():
+        return report.recv()
+    code = process.exitcode
+    if code is not None and code < 0 and -code in stops:
+        name = signal.Signals(-code).name
+        return "interrupted", f"{name} before its training started; re-run to resume"
+    if code is not None and code < 0:
+        return "failed", f"its process was killed by {signal.Signals(-code).name}"
+    return "failed", f"its process exited with status {code} without an outcome"
+
+
+def run_concurrently(
+    launches: list[tuple[dict[str, Any], str]], runs_per_gpu: int, labels: list[str]
+) -> list[tuple[str, str]]:
+    """Launch each (config dict, run folder) in its own process, ``runs_per_gpu`` at a time (module
+    docstring); returns each one's (outcome, why), ``not started`` for those a stop request kept back."""
+    check_pack_size(runs_per_gpu)
+    spawn = multiprocessing.get_context("spawn")
+    threads = str(max(1, usable_cores() // runs_per_gpu))
+    results: list[tuple[str, str] | None] = [None] * len(launches)
+    running: dict[int, tuple[multiprocessing.process.BaseProcess, Connection]] = {}
+    stops: list[int] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        stops.append(signum)
+        for process, _ in running.values():
+            if process.pid is not None and process.exitcode is None:
+                os.kill(process.pid, signum)
+
+    previous = {s: signal.signal(s, forward) for s in STOP_SIGNALS}
+    try:
+        waiting = list(range(len(launches)))
+        while waiting or running:
+            while waiting and len(running) < runs_per_gpu and not stops:
+                index = waiting.pop(0)
+                print(f"== {labels[index]} -> {launches[index][1]}", flush=True)
+                reader, writer = spawn.Pipe(duplex=False)
+                process = spawn.Process(target=_packed_child, args=(*launches[index], writer))
+                with child_environment(OMP_NUM_THREADS=threads):
+                    process.start()
+                writer.close()
+                running[index] = (process, reader)
+                if stops:  # a stop request that came while it started
+                    os.kill(process.pid, stops[-1])  # type: ignore[arg-type]
+            if not running:
+                break
+            wait([process.sentinel for process, _ in running.values()])
+            for index, (process, reader) in list(running.items()):
+                if process.exitcode is not None:
+                    process.join()
+                    results[index] = _ended(process, reader, stops)
+                    reader.close()
+                    del running[index]
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return [result or ("not started", "") for result in results]
+
+
+def run_packed(runs: list[PlannedRun], runs_per_gpu: int) -> int:
+    """Train the planned runs ``runs_per_gpu`` at a time, each in its own process on the same device
+    (module docstring), print one line per run, and return the launch's exit code."""
+    check_pack_size(runs_per_gpu)
+    todo = []
+    for index, run in enumerate(runs):
+        if run.status == "done":
+            print(f"done already: {run.label}")
+        else:
+            todo.append(index)
+    launches: list[tuple[dict[str, Any], str]] = [
+        (OmegaConf.to_container(runs[i].cfg, resolve=True), str(runs[i].run_dir))  # type: ignore[misc]
+        for i in todo
+    ]
+    labels = [runs[i].label for i in todo]
+    ended = dict(zip(todo, run_concurrently(launches, runs_per_gpu, labels), strict=True))
+    outcomes = []
+    for index, run in enumerate(runs):
+        outcome, why = ended.get(index, ("done already", ""))
+        outcomes.append((outcome, run, why))
+    return summarize(outcomes)

@@ -9,6 +9,9 @@
   (``scontrol show config``) and each part is submitted with ``AutoExecutor.map_array``;
 * a run with ``gpus_per_run`` = G gets G tasks on one node, one GPU and one process each, and
   ``suite.distributed`` builds the process group from SLURM's variables;
+* with ``--runs-per-gpu K`` each array task carries up to K runs of one group (single-GPU or CPU runs
+  only), asks for K times the run's CPUs and memory and one run's GPUs, and trains them as K processes on
+  that device (:func:`run_pack_job`, through ``suite.runner.run_concurrently``);
 * every submitted run gets ``slurm.json`` in its directory (job id, array index, log files, submit time),
   which ``suite status`` reads to ask ``sacct`` about the job.
 
@@ -20,7 +23,8 @@ checkpoints by itself on SIGTERM, SIGUSR2 and SIGINT (``suite.stopping``, handle
 resumes from its newest checkpoint when it starts again,
 dropping any record written after that checkpoint, so it never writes a record twice; submitit's own
 checkpoint mechanism is not used (it ignores SIGTERM, which ``scontrol requeue`` and preemption send). When
-the run stops on a signal, :func:`run_job` asks SLURM about the job:
+the run stops on a signal (in an array task carrying several runs: when any of them did, after all have
+ended; the task forwards SIGTERM and SIGUSR2 to its runs), :func:`run_job` asks SLURM about the job:
 
 * the job is no longer RUNNING (``scontrol requeue``, preemption, ``scancel``, the time limit's SIGTERM):
   SLURM is ending it and decides whether it runs again; the job is submitted with ``--requeue``, so a
@@ -43,7 +47,6 @@ environment to the job, and a profile's ``setup`` lines may export these variabl
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import re
 import subprocess
@@ -56,6 +59,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import yaml
 
 from suite.records import RunDirectory, host_info, now, read_json, write_json
+from suite.registry import import_plugins
 from suite.stopping import EXIT_INTERRUPTED, Interrupted, stop_requests
 
 if TYPE_CHECKING:  # the runner imports torch; `suite status` only needs the helpers here
@@ -65,7 +69,6 @@ PROFILE_DIR = Path(__file__).resolve().parent.parent / "slurm" / "profiles"
 DEFAULT_PROFILE = "local"
 DEFAULT_MAX_ARRAY_SIZE = 1001  # Slurm's default MaxArraySize
 SUBMISSION_FILE = "slurm.json"
-PLUGINS_ENV = "SUITE_PLUGINS"
 PROFILE_SECTIONS = ("defaults", "modalities", "tasks", "setup", "sbatch")
 
 T = TypeVar("T")
@@ -207,16 +210,19 @@ def chunked(items: Sequence[T], size: int) -> list[list[T]]:
     return [list(items[start : start + size]) for start in range(0, len(items), size)]
 
 
-def executor_parameters(task: str, resources: Resources, profile: Profile) -> dict[str, Any]:
-    """``AutoExecutor.update_parameters`` keywords of one job array."""
+def executor_parameters(
+    task: str, resources: Resources, profile: Profile, runs_per_task: int = 1
+) -> dict[str, Any]:
+    """``AutoExecutor.update_parameters`` keywords of one job array whose tasks carry ``runs_per_task``
+    runs each (their CPUs and memory add up; they share the GPUs)."""
     gpus = resources.gpus_per_run
     params: dict[str, Any] = {
         "name": f"suite-{task}",
         "timeout_min": resources.time_min,
         "nodes": 1,
         "tasks_per_node": max(gpus, 1),
-        "cpus_per_task": resources.cpus_per_task,
-        "mem_gb": resources.mem_gb,
+        "cpus_per_task": resources.cpus_per_task * runs_per_task,
+        "mem_gb": resources.mem_gb * runs_per_task,
         "slurm_array_parallelism": resources.array_parallelism,
         "slurm_signal_delay_s": resources.slurm_signal_delay_s,
         "slurm_setup": list(profile.setup),
@@ -283,19 +289,35 @@ def _record_submission(run: PlannedRun, job: Any, profile: Profile, resources: R
     )
 
 
-def array_groups(
-    runs: Sequence[PlannedRun], profile: Profile, overrides: Mapping[str, Any]
-) -> dict[tuple[str, Resources], list[PlannedRun]]:
-    """``runs`` grouped by (task, resources), in the order they come: one job array per group, split at the
-    cluster's MaxArraySize."""
+def array_plan(
+    runs: Sequence[PlannedRun],
+    profile: Profile,
+    overrides: Mapping[str, Any],
+    limit: int,
+    runs_per_task: int = 1,
+) -> list[tuple[str, Resources, list[list[PlannedRun]]]]:
+    """The job arrays to submit: (task, resources, one list of runs per array task), the runs grouped by
+    task and resources, ``runs_per_task`` to an array task, at most ``limit`` tasks to an array."""
+    from suite.runner import check_pack_size
     from suite.task import TASKS
 
+    check_pack_size(runs_per_task)
     groups: dict[tuple[str, Resources], list[PlannedRun]] = {}
     for run in runs:
         task = run.spec.task
         resources = profile.resources(task, TASKS.get(task).modality, overrides)
+        if runs_per_task > 1 and resources.gpus_per_run > 1:
+            raise ValueError(
+                f"--runs-per-gpu {runs_per_task} shares one GPU among runs, but runs of {task} ask for "
+                f"{resources.gpus_per_run} GPUs each (profile {profile.name} or --gpus-per-run); use "
+                "--runs-per-gpu 1 or --gpus-per-run 1"
+            )
         groups.setdefault((task, resources), []).append(run)
-    return groups
+    return [
+        (task, resources, part)
+        for (task, resources), members in groups.items()
+        for part in chunked(chunked(members, runs_per_task), limit)
+    ]
 
 
 def describe_arrays(runs: Sequence[PlannedRun], args: argparse.Namespace) -> str:
@@ -304,18 +326,18 @@ def describe_arrays(runs: Sequence[PlannedRun], args: argparse.Namespace) -> str
     profile = load_profile(args.profile or DEFAULT_PROFILE)
     todo = [run for run in runs if run.status != "done"]
     limit = max_array_size()
-    arrays = [
-        (task, resources, part)
-        for (task, resources), members in array_groups(todo, profile, flag_overrides(args)).items()
-        for part in chunked(members, limit)
-    ]
+    per_task = getattr(args, "runs_per_gpu", 1) or 1
+    arrays = array_plan(todo, profile, flag_overrides(args), limit, per_task)
     lines = [
         f"SLURM job arrays (profile {profile.name}, MaxArraySize {limit}): {len(arrays)} array(s) of "
         f"{len(todo)} run(s); {len(runs) - len(todo)} run(s) done already"
     ]
-    for task, resources, part in arrays:
+    for task, resources, packs in arrays:
+        first, last = packs[0][0], packs[-1][-1]
+        count = sum(len(pack) for pack in packs)
+        carried = f", {per_task} per array task" if per_task > 1 else ""
         lines.append(
-            f"  {len(part)} run(s) of {task} ({resources.describe()}): {part[0].label} … {part[-1].label}"
+            f"  {count} run(s) of {task}{carried} ({resources.describe()}): {first.label} … {last.label}"
         )
     return "\n".join(lines)
 
@@ -328,38 +350,49 @@ def submit(runs: Sequence[PlannedRun], args: argparse.Namespace) -> int:
 
     profile = load_profile(args.profile or DEFAULT_PROFILE)
     overrides = flag_overrides(args)
+    per_task = args.runs_per_gpu
     todo, skipped = _queued(runs)
     if not todo:
         print(f"nothing to submit: all {len(runs)} run(s) are done or queued")
         return 0
-    groups = array_groups(todo, profile, overrides)
-    limit = max_array_size()
+    plan = array_plan(todo, profile, overrides, max_array_size(), per_task)
     folder = Path(args.results).resolve() / "slurm" / "%j"
     submitted = 0
-    for (task, resources), members in groups.items():
-        for part in chunked(members, limit):
-            executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
-            executor.update_parameters(**executor_parameters(task, resources, profile))
-            try:
+    for task, resources, packs in plan:
+        executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
+        executor.update_parameters(**executor_parameters(task, resources, profile, per_task))
+        requeues = [resources.max_requeues] * len(packs)
+        try:
+            if per_task == 1:
                 jobs = executor.map_array(
                     run_job,
-                    [to_dict(run.cfg) for run in part],
-                    [str(run.run_dir.resolve()) for run in part],
-                    [resources.max_requeues] * len(part),
+                    [to_dict(run.cfg) for (run,) in packs],
+                    [str(run.run_dir.resolve()) for (run,) in packs],
+                    requeues,
                 )
-            except (submitit.core.utils.FailedJobError, subprocess.SubprocessError, OSError) as err:
-                print(f"error: submitting {len(part)} run(s) of {task} failed: {err}", file=sys.stderr)
-                return 1
-            for run, job in zip(part, jobs, strict=True):
-                _record_submission(run, job, profile, resources)
-            array_id = str(jobs[0].job_id).partition("_")[0]
-            print(
-                f"submitted job {array_id}: {len(part)} run(s) of {task} ({resources.describe()}; "
-                f"profile {profile.name})"
-            )
-            for run, job in zip(part, jobs, strict=True):
-                print(f"  {job.job_id:<12} {run.label}")
-            submitted += len(part)
+            else:
+                jobs = executor.map_array(
+                    run_pack_job,
+                    [[to_dict(run.cfg) for run in pack] for pack in packs],
+                    [[str(run.run_dir.resolve()) for run in pack] for pack in packs],
+                    requeues,
+                )
+        except (submitit.core.utils.FailedJobError, subprocess.SubprocessError, OSError) as err:
+            count = sum(len(pack) for pack in packs)
+            print(f"error: submitting {count} run(s) of {task} failed: {err}", file=sys.stderr)
+            return 1
+        members = [(run, job) for pack, job in zip(packs, jobs, strict=True) for run in pack]
+        for run, job in members:
+            _record_submission(run, job, profile, resources)
+        array_id = str(jobs[0].job_id).partition("_")[0]
+        carried = f", {per_task} per array task" if per_task > 1 else ""
+        print(
+            f"submitted job {array_id}: {len(members)} run(s) of {task}{carried} ({resources.describe()}; "
+            f"profile {profile.name})"
+        )
+        for run, job in members:
+            print(f"  {job.job_id:<12} {run.label}")
+        submitted += len(members)
     print(
         f"{submitted} run(s) submitted, {skipped} skipped; logs in {folder.parent}; "
         f"see `suite status --results {args.results}`"
@@ -368,13 +401,6 @@ def submit(runs: Sequence[PlannedRun], args: argparse.Namespace) -> int:
 
 
 # -- inside the job -------------------------------------------------------------------------------------
-
-
-def import_plugins() -> None:
-    """Import the modules named in ``$SUITE_PLUGINS`` (comma list), e.g. extra feature extractors."""
-    for name in os.environ.get(PLUGINS_ENV, "").split(","):
-        if name.strip():
-            importlib.import_module(name.strip())
 
 
 def _job_state(job_id: str) -> str | None:
@@ -420,3 +446,36 @@ def run_job(cfg_dict: dict[str, Any], run_dir: str, max_requeues: int) -> dict[s
         if main_rank and run.status() != "failed":
             run.update(status="failed", error=f"{type(err).__name__}: {err}", failed=now(), **host_info())
         raise
+
+
+def run_pack_job(
+    cfg_dicts: list[dict[str, Any]], run_dirs: list[str], max_requeues: int
+) -> list[dict[str, Any]]:
+    """Entry point of an array task carrying several runs: train them at once, each in its own process on
+    the task's device (``suite.runner.run_concurrently``, which forwards SIGTERM and SIGUSR2 to them), and
+    return their run.json. After all have ended: when one stopped on a signal, requeue as :func:`run_job`
+    does and exit 130; when one failed, record the failure in its run.json if train() could not and raise."""
+    from suite.runner import run_concurrently
+
+    outcomes = run_concurrently(list(zip(cfg_dicts, run_dirs, strict=True)), len(run_dirs), run_dirs)
+    for (outcome, why), run_dir in zip(outcomes, run_dirs, strict=True):
+        print(f"  {outcome:<12} {run_dir}" + (f"  {why}" if why else ""), flush=True)
+    if any(outcome in ("interrupted", "not started") for outcome, _ in outcomes):
+        print(
+            f"a run stopped on a signal; {requeue_after_interrupt(max_requeues)}", file=sys.stderr, flush=True
+        )
+        raise SystemExit(EXIT_INTERRUPTED)
+    failed = [
+        (run_dir, why)
+        for (outcome, why), run_dir in zip(outcomes, run_dirs, strict=True)
+        if outcome == "failed"
+    ]
+    for run_dir, why in failed:
+        run = RunDirectory(run_dir)
+        if run.status() != "failed":
+            run.update(status="failed", error=why, failed=now(), **host_info())
+    if failed:
+        raise RuntimeError(
+            f"{len(failed)} of {len(run_dirs)} runs failed: " + "; ".join(f"{d}: {w}" for d, w in failed)
+        )
+    return [RunDirectory(run_dir).info() for run_dir in run_dirs]

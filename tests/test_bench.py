@@ -1,5 +1,5 @@
-"""``suite bench train|sampler|eval`` on the CPU for a smoke-sized task: each runs, prints its table and
-writes figures that are positive and finite (their speed is not tested)."""
+"""``suite bench train|sampler|eval|sweep`` on the CPU for a smoke-sized task: each runs, prints its table
+and writes figures that are positive and finite (their speed is not tested)."""
 
 import json
 import math
@@ -103,6 +103,27 @@ def test_bench_eval(tmp_path, data, capsys):
     assert_positive_finite(generate, ["seconds", "rate"])
     assert_positive_finite(metric, ["seconds", "rate", "value"])
     assert "samples/s" in printed and "fd-rand-test" in printed
+
+
+def test_bench_sweep_sets_one_and_two_concurrent_runs_against_the_single_run(
+    tmp_path, data, capsys, monkeypatch
+):
+    monkeypatch.setenv("SUITE_PLUGINS", "fid_extractor")  # the spawned processes register "rand-test" too
+    report, printed = bench(
+        "sweep", tmp_path, data, capsys, "--runs", "2,1", "--steps", "1", "--samples", "2"
+    )
+    assert report["runs"] == [1, 2] and report["batch"] == 64 and report["samples"] == 2
+    one, two = report["rows"]
+    assert (one["runs"], two["runs"]) == (1, 2)
+    for row in (one, two):
+        assert_positive_finite(
+            row, ["train_examples_per_s", "samples_per_s", "peak_memory_mib", "threads_per_run"]
+        )
+        assert row["train_ratio"] == row["train_examples_per_s"] / one["train_examples_per_s"]
+    assert one["train_ratio"] == one["samples_ratio"] == one["memory_ratio"] == 1
+    assert two["peak_memory_mib"] > one["peak_memory_mib"]  # two processes' peaks, summed
+    assert two["threads_per_run"] == max(1, one["threads_per_run"] // 2)
+    assert "| runs | threads/run | train ex/s | × 1 run | samples/s |" in printed
 
 
 def test_unknown_variant_is_refused(capsys):

@@ -1,0 +1,312 @@
+"""Several runs on one device (``suite run --runs-per-gpu K``): K runs trained at once as K processes write
+the records of the K runs launched one by one, value for value, and survive what a single run survives.
+
+The CLI tests pack two runs of bfashion (EDM and InfoNoise, an adaptive sampler whose state and density log
+must survive too) on real Fashion-MNIST at the tiny budget of ``tests/test_faults.py``, and compare them
+with the two runs launched one after the other under the same number of CPU threads as each packed child
+(cores // 2): the evaluation rows, stats rows and density logs equal value for value (timings aside). A
+packed launch is SIGKILLed with its children mid-run (each child held at its first checkpoint by SIGSTOP, so
+neither can finish first), re-run and stopped by a SIGTERM to the launcher alone (forwarded: both children
+checkpoint, exit 130), and re-run again: it ends equal to the one-by-one runs. The SLURM array plan is
+checked without a cluster; the test marked ``slurm`` packs two runs into one array task of a real one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+from subprocesses import cli_command, cli_env
+from test_faults import BUDGET, DEBRIS_SUFFIXES, FASHION, without_timing
+
+from suite.checkpoint import list_checkpoints
+from suite.cli import main
+from suite.records import read_jsonl
+from suite.runner import plan_runs, usable_cores
+from suite.slurm import Resources, array_plan, executor_parameters, load_profile
+
+SAMPLERS = ("edm", "infonoise")
+PACK = 2
+THREADS = str(max(1, usable_cores() // PACK))  # what each packed child gets
+DEADLINE_S = 600.0
+
+
+def command(results: Path, *flags: str) -> list[str]:
+    return cli_command(
+        "run",
+        "--task",
+        "bfashion",
+        "--sampler",
+        ",".join(SAMPLERS),
+        "--results",
+        str(results),
+        *flags,
+        f"task.root={FASHION}",
+        *BUDGET,
+    )
+
+
+def launch(results: Path, *flags: str) -> subprocess.Popen:
+    """A launch in its own session (its process group holds the launcher and its children)."""
+    return subprocess.Popen(
+        command(results, *flags),
+        env=cli_env(OMP_NUM_THREADS=THREADS),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def finish(proc: subprocess.Popen) -> str:
+    out, _ = proc.communicate(timeout=DEADLINE_S)
+    return out
+
+
+def run_dir(results: Path, sampler: str) -> Path:
+    (found,) = results.glob(f"runs/*/{sampler}/seed0")
+    return found
+
+
+def records(results: Path, sampler: str) -> dict[str, list[dict]]:
+    folder = run_dir(results, sampler)
+    return {
+        name: without_timing(read_jsonl(folder / name))
+        for name in ("records.jsonl", "stats.jsonl", "sampler.jsonl")
+    }
+
+
+def info(results: Path, sampler: str) -> dict:
+    return json.loads((run_dir(results, sampler) / "run.json").read_text())
+
+
+def holder_pid(results: Path, sampler: str) -> int | None:
+    """The pid in the run's lease, None while it has none."""
+    try:
+        return int(json.loads((run_dir(results, sampler) / "lease.json").read_text())["pid"])
+    except (ValueError, FileNotFoundError, KeyError):  # absent, or the run folder not made yet
+        return None
+
+
+def poll(what: str, check: Callable[[], bool], proc: subprocess.Popen) -> None:
+    """Wait until ``check()`` holds, failing with the launch's output if it ends first or time runs out."""
+    deadline = time.monotonic() + DEADLINE_S
+    while not check():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail(f"no {what}: the launch ended ({proc.returncode}) or timed out:\n{finish(proc)}")
+        time.sleep(0.02)
+
+
+def assert_equal_to(results: Path, reference: Path) -> None:
+    """Both runs done, their records equal to the reference's (timings aside), with no row twice, no
+    temporary file, lease or lock left, every checkpoint loadable with ``weights_only=True``."""
+    for sampler in SAMPLERS:
+        folder = run_dir(results, sampler)
+        assert info(results, sampler)["status"] == "done"
+        assert records(results, sampler) == records(reference, sampler), sampler
+        for name in ("stats.jsonl", "sampler.jsonl"):
+            rows = [row["nimg"] for row in read_jsonl(folder / name)]
+            assert len(rows) == len(set(rows)), f"duplicate rows in {folder / name}"
+        keys = [(r["nimg"], r["metric"], r["grid"]) for r in read_jsonl(folder / "records.jsonl")]
+        assert len(keys) == len(set(keys)), "duplicate evaluation rows"
+        debris = [
+            p
+            for p in folder.rglob("*")
+            if p.name.endswith(DEBRIS_SUFFIXES) or p.name.startswith("lease.json")
+        ]
+        assert debris == [], debris
+        for path in list_checkpoints(folder / "checkpoints"):
+            torch.load(path, weights_only=True)
+
+
+def proc_status(pid: int, field: str) -> str:
+    """A field of ``/proc/<pid>/status`` (``State``: T when stopped; ``ShdPnd``: the signals sent to the
+    process and not yet delivered, a hexadecimal mask with bit n-1 for signal n)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return next(line.split()[1] for line in status.splitlines() if line.startswith(f"{field}:"))
+
+
+def sigterm_pending(pid: int) -> bool:
+    return bool(int(proc_status(pid, "ShdPnd"), 16) >> (signal.SIGTERM - 1) & 1)
+
+
+@pytest.fixture(scope="module")
+def fashion() -> Path:
+    if not (FASHION / "train-images-idx3-ubyte.gz").is_file():
+        pytest.skip(f"no real Fashion-MNIST in {FASHION} (apt-get install dataset-fashion-mnist)")
+    return FASHION
+
+
+@pytest.fixture(scope="module")
+def one_by_one(tmp_path_factory, fashion) -> Path:
+    """The two runs launched one after the other, each with the thread count of a packed child."""
+    results = tmp_path_factory.mktemp("one-by-one")
+    done = subprocess.run(
+        command(results), env=cli_env(OMP_NUM_THREADS=THREADS), capture_output=True, text=True, timeout=1200
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return results
+
+
+@pytest.mark.slow
+def test_two_packed_runs_train_at_once_in_two_processes_and_equal_the_runs_launched_one_by_one(
+    tmp_path, one_by_one
+):
+    results = tmp_path / "packed"
+    proc = launch(results, "--runs-per-gpu", str(PACK))
+    holders: set[tuple[int | None, int | None]] = set()
+    while proc.poll() is None:
+        holders.add((holder_pid(results, "edm"), holder_pid(results, "infonoise")))
+        time.sleep(0.02)
+    out = finish(proc)
+    assert proc.returncode == 0, out
+    together = [(a, b) for a, b in holders if a and b]
+    assert together, f"the two runs never held their leases at the same time: {sorted(holders, key=str)}"
+    assert all(a != b and proc.pid not in (a, b) for a, b in together)  # two children, not the launcher
+    for sampler in SAMPLERS:
+        assert f"  done         bfashion/smoke/{sampler}/seed0" in out
+    assert_equal_to(results, one_by_one)
+
+
+@pytest.mark.slow
+def test_a_packed_launch_killed_then_stopped_by_sigterm_resumes_both_runs_to_the_one_by_one_records(
+    tmp_path, one_by_one
+):
+    results = tmp_path / "packed"
+    # SIGKILL the launcher and both children mid-run: each child is held (SIGSTOP) at its first checkpoint.
+    proc = launch(results, "--runs-per-gpu", str(PACK))
+    held: dict[str, int] = {}
+
+    def both_held() -> bool:
+        for sampler in SAMPLERS:
+            pid = holder_pid(results, sampler)
+            if sampler not in held and pid and list(run_dir(results, sampler).glob("checkpoints/ckpt-*")):
+                os.kill(pid, signal.SIGSTOP)
+                held[sampler] = pid
+        return len(held) == len(SAMPLERS)
+
+    poll("first checkpoint of both runs", both_held, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    finish(proc)
+    for sampler in SAMPLERS:
+        assert info(results, sampler)["status"] == "running"  # killed mid-run, its lease left behind
+        assert holder_pid(results, sampler) == held[sampler] != proc.pid
+
+    # Re-run; once both children train (resumed, their stop handlers in place), SIGTERM the launcher alone.
+    proc = launch(results, "--runs-per-gpu", str(PACK))
+    killed = dict(held)
+    held.clear()
+
+    def both_resumed() -> bool:
+        for sampler in SAMPLERS:
+            # resumed (its lease taken, its stop handler in place) before its lease is read
+            resumed = info(results, sampler).get("resumed_from_kimg") is not None
+            pid = holder_pid(results, sampler)
+            if sampler not in held and resumed and pid:
+                os.kill(pid, signal.SIGSTOP)  # so that neither finishes before the signal reaches it
+                held[sampler] = pid
+        return len(held) == len(SAMPLERS)
+
+    poll("resumed training of both runs", both_resumed, proc)
+    assert not set(held.values()) & {*killed.values(), proc.pid}
+    # Stopped before the signal comes: of two pending signals the lower-numbered, SIGTERM, is taken first.
+    poll(
+        "both children stopped", lambda: all(proc_status(pid, "State") == "T" for pid in held.values()), proc
+    )
+    proc.send_signal(signal.SIGTERM)  # the launcher alone; it forwards it to the held children
+    poll("SIGTERM forwarded", lambda: all(sigterm_pending(pid) for pid in held.values()), proc)
+    for pid in held.values():
+        os.kill(pid, signal.SIGCONT)
+    out = finish(proc)
+    assert out.count("took over the stale lease of") == 2, out
+    assert proc.returncode == 130, out
+    for sampler in SAMPLERS:
+        assert f"  interrupted  bfashion/smoke/{sampler}/seed0  stopped by SIGTERM at kimg" in out
+        assert info(results, sampler)["status"] == "interrupted"
+
+    # Re-run to the end.
+    proc = launch(results, "--runs-per-gpu", str(PACK))
+    out = finish(proc)
+    assert proc.returncode == 0, out
+    assert_equal_to(results, one_by_one)
+
+
+def test_runs_per_gpu_below_one_is_refused_naming_it(tmp_path, capsys):
+    args = [
+        "run",
+        "--task",
+        "bfashion",
+        "--sampler",
+        "edm",
+        "--results",
+        str(tmp_path),
+        "--runs-per-gpu",
+        "0",
+    ]
+    assert main(args) == 2
+    assert "--runs-per-gpu must be at least 1 (1: one run at a time), got 0" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+
+
+# --- SLURM: the array plan (no cluster) ---
+
+
+def test_the_slurm_array_plan_carries_k_runs_per_array_task(tmp_path):
+    runs = plan_runs("bfashion", "edm", "smoke", 5, tmp_path)
+    local = load_profile("local")
+    ((task, resources, packs),) = array_plan(runs, local, {}, limit=1001, runs_per_task=2)
+    assert task == "bfashion" and resources == local.resources("bfashion", "image")
+    assert [[run.cfg.seed for run in pack] for pack in packs] == [[0, 1], [2, 3], [4]]
+    split = array_plan(runs, local, {}, limit=2, runs_per_task=2)
+    assert [[len(pack) for pack in packs] for _, _, packs in split] == [[2, 2], [1]]
+    one = array_plan(runs, local, {}, limit=1001)
+    assert [[run.cfg.seed for run in pack] for pack in one[0][2]] == [[0], [1], [2], [3], [4]]
+
+    params = executor_parameters("bfashion", Resources(gpus_per_run=1, cpus_per_task=4, mem_gb=8), local, 2)
+    assert (params["cpus_per_task"], params["mem_gb"]) == (8, 16)  # two runs' CPUs and memory
+    assert (params["tasks_per_node"], params["gpus_per_node"]) == (1, 1)  # one process, one GPU, shared
+
+
+def test_packing_runs_of_several_gpus_is_refused_naming_them(tmp_path):
+    runs = plan_runs("bfashion", "edm", "smoke", 2, tmp_path)
+    with pytest.raises(ValueError, match="runs of bfashion ask for 2 GPUs each .* --gpus-per-run 1"):
+        array_plan(runs, load_profile("local"), {"gpus_per_run": 2}, limit=1001, runs_per_task=2)
+    with pytest.raises(ValueError, match="--runs-per-gpu must be at least 1"):
+        array_plan(runs, load_profile("local"), {}, limit=1001, runs_per_task=0)
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(600)
+def test_two_runs_packed_in_one_array_task_both_finish(slurm_cluster, tmp_path):
+    from datagen import write_mnist_format
+    from test_slurm import (
+        RUNS_DEADLINE_S,
+        cancel_jobs,
+        run_cli,
+        runs_finished,
+        submissions,
+        suite_args,
+        wait_for,
+    )
+
+    data = write_mnist_format(tmp_path / "data")
+    results = tmp_path / "packed"
+    out = run_cli(
+        suite_args(results, data, "edm", "--seeds=2", "--launcher=slurm", "--runs-per-gpu=2")
+    ).stdout
+    assert "2 run(s) of bfashion, 2 per array task" in out
+    try:
+        rows = wait_for("both runs to end", runs_finished(results, 2), RUNS_DEADLINE_S)
+    finally:
+        cancel_jobs(results)
+    assert [(row["status"], row["slurm"]) for row in rows] == [("done", "COMPLETED")] * 2
+    jobs = {sub["job_id"] for sub in submissions(results).values()}
+    assert len(jobs) == 1  # one array task carried both runs
