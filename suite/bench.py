@@ -613,15 +613,15 @@ def sweep_worker(options: dict[str, Any], start: Barrier, report: Connection) ->
     import_plugins()
     args = argparse.Namespace(**options)
     device = device_of(args)
-    cfg = compose(args, extra=[f"budget.batch={args.batch}"] if args.batch else [])
+    spec = compose(args, extra=[f"budget.batch={args.batch}"] if args.batch else [])
     warm, timed = steps_of(args, TRAIN_STEPS, device)
-    n = int(args.samples or (cfg.budget.eval.samples if device.type == "cuda" else CPU_EVAL_SAMPLES))
-    guidance = float(cfg.budget.eval.guidance)
+    n = int(args.samples or (spec.budget.eval.samples if device.type == "cuda" else CPU_EVAL_SAMPLES))
+    guidance = spec.budget.eval.guidance
     with tempfile.TemporaryDirectory(prefix="suite-bench-") as tmp:
-        trainer = Trainer(cfg, Path(tmp))
+        trainer = Trainer(spec, Path(tmp))
         evaluator = trainer.evaluator
         assert evaluator is not None  # the single process is the main rank
-        sigmas = evaluator.grid("karras", int(cfg.task.solver_steps), None)
+        sigmas = evaluator.grid("karras", spec.diffusion.solver_steps, None)
         for _ in range(warm):
             trainer.train_step()
         evaluator.generate(trainer.state.ema, 2, sigmas, guidance)
