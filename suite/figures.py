@@ -72,7 +72,7 @@ def style_map(labels: Sequence[str]) -> dict[str, Style]:
     }
 
 
-def _figure(
+def new_figure(
     nrows: int = 1, ncols: int = 1, figsize: tuple[float, float] = (9, 5.6), **kwargs: Any
 ) -> tuple[Figure, Any]:
     """A figure and its axes without pyplot (no global state, no GUI backend needed)."""
@@ -80,7 +80,7 @@ def _figure(
     return fig, fig.subplots(nrows, ncols, **kwargs)
 
 
-def _seaborn_styles(styles: dict[str, Style]) -> dict[str, Any]:
+def seaborn_styles(styles: dict[str, Style]) -> dict[str, Any]:
     """``sns.lineplot`` keywords giving each sampler label its ``Style``."""
     order = list(styles)
     return {
@@ -94,7 +94,7 @@ def _seaborn_styles(styles: dict[str, Style]) -> dict[str, Any]:
     }
 
 
-def _save(fig: Figure, base: Path) -> list[Path]:
+def save_figure(fig: Figure, base: Path) -> list[Path]:
     """Write ``base``.png and ``base``.pdf; returns both paths."""
     base.parent.mkdir(parents=True, exist_ok=True)
     paths = [base.parent / f"{base.name}.png", base.parent / f"{base.name}.pdf"]
@@ -103,7 +103,7 @@ def _save(fig: Figure, base: Path) -> list[Path]:
     return paths
 
 
-def _sigma_axis(ax: Axes, limits: tuple[float, float] = (SIGMA_MIN, SIGMA_MAX)) -> None:
+def sigma_axis(ax: Axes, limits: tuple[float, float] = (SIGMA_MIN, SIGMA_MAX)) -> None:
     """Log σ axis over the support ``limits`` with its label and a light grid."""
     ax.set_xscale("log")
     ax.set_xlim(*limits)

@@ -53,12 +53,12 @@ from suite.figures import (
     SIGMA_LABEL,
     SIGMA_MAX,
     SIGMA_MIN,
-    _figure,
-    _save,
-    _seaborn_styles,
-    _sigma_axis,
     effective_allocation,
+    new_figure,
     registered_densities,
+    save_figure,
+    seaborn_styles,
+    sigma_axis,
     style_map,
 )
 from suite.profile import PosthocProfile, ProfileFn, saved_profile
@@ -95,7 +95,7 @@ def plot_sampler_densities(path: str | Path, weight: str = "edm", sigma_data: fl
     w = build_weight(weight, sigma_data)
     curves = registered_densities(u, w)
     styles = style_map([label for label, _ in curves])
-    fig, axes = _figure(1, 2, figsize=(14, 5.2), sharex=True)
+    fig, axes = new_figure(1, 2, figsize=(14, 5.2), sharex=True)
     for label, pi in curves:
         kw = styles[label].kwargs(len(u))
         axes[0].plot(np.exp(u), pi, label=label, **kw)
@@ -103,7 +103,7 @@ def plot_sampler_densities(path: str | Path, weight: str = "edm", sigma_data: fl
     axes[0].set_title("sampling density π(u), u = ln σ")
     axes[1].set_title("effective allocation φ = π·w (normalised)")
     for ax in axes:
-        _sigma_axis(ax)
+        sigma_axis(ax)
         ax.set_ylabel(DENSITY_LABEL)
         ax.set_ylim(bottom=0)
     weight_text = (
@@ -316,11 +316,11 @@ def plot_alignment(
         ax.plot(np.exp(u), phi, label=_legend_label(label, runs), lw=1.4, **styles[label].kwargs(len(u)))
     spec = runs[0].spec
     limits = (SIGMA_MIN, SIGMA_MAX) if spec is None else (spec.diffusion.sigma_min, spec.diffusion.sigma_max)
-    _sigma_axis(ax, limits)
+    sigma_axis(ax, limits)
     ax.set_ylabel(DENSITY_LABEL)
     ax.set_ylim(bottom=0)
     ax.set_title("effective allocation φ = π·w at the end of training vs information profiles")
-    _sigma_axis(ax_m, limits)
+    sigma_axis(ax_m, limits)
     ax_m.set_yscale("log")
     peaks = ([float(profile.mmse.max())] if profile is not None else []) + (
         [float(learned[2].max())] if learned is not None else []
@@ -338,7 +338,7 @@ def plot_alignment(
         0.0, 0.0, note, fontsize=9, ha="left", va="bottom", transform=ax_legend.transAxes, wrap=True
     )
     fig.suptitle(title)
-    return _save(fig, base)
+    return save_figure(fig, base)
 
 
 # -- figure 2: quality -------------------------------------------------------------------------------
@@ -370,8 +370,8 @@ def plot_quality(rows: pd.DataFrame, title: str, base: Path) -> list[Path]:
     """
     first = rows.iloc[0]
     styles = style_map(rows["sampler"].unique().tolist())
-    fig, ax = _figure(figsize=(9, 5.6))
-    sns.lineplot(data=rows, x="kimg", y="value", errorbar=t_band, ax=ax, **_seaborn_styles(styles))
+    fig, ax = new_figure(figsize=(9, 5.6))
+    sns.lineplot(data=rows, x="kimg", y="value", errorbar=t_band, ax=ax, **seaborn_styles(styles))
     target, which = figure_target(rows)
     if not target.empty:
         ax.axhline(
@@ -411,7 +411,7 @@ def plot_quality(rows: pd.DataFrame, title: str, base: Path) -> list[Path]:
         title="sampler (seed mean, band: its 95% CI)", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1)
     )
     fig.tight_layout()
-    return _save(fig, base)
+    return save_figure(fig, base)
 
 
 # -- figure 3: InfoNoise's profile over training -----------------------------------------------------
@@ -439,7 +439,7 @@ def plot_infonoise_profile(runs: list[Run], title: str, base: Path) -> list[Path
     kimg = np.array([p["kimg"] for p in profiles], dtype=float)
     sigma = np.exp(np.asarray(profiles[0]["u"], dtype=float))
     rho = np.array([p["rho"] for p in profiles], dtype=float)
-    fig, (ax, ax_c) = _figure(1, 2, figsize=(15, 5.4), gridspec_kw={"width_ratios": [1.3, 1]})
+    fig, (ax, ax_c) = new_figure(1, 2, figsize=(15, 5.4), gridspec_kw={"width_ratios": [1.3, 1]})
     mesh = ax.pcolormesh(_edges(kimg), _edges(sigma, log=True), rho.T, cmap="viridis", shading="flat")
     fig.colorbar(mesh, ax=ax, label="ρ̂ (density per unit ln σ)")
     gate = np.array([math.nan if p["gate_c"] is None else p["gate_c"] for p in profiles], dtype=float)
@@ -461,9 +461,7 @@ def plot_infonoise_profile(runs: list[Run], title: str, base: Path) -> list[Path
     )
     if not changes.empty:
         styles = style_map(changes["sampler"].unique().tolist())
-        sns.lineplot(
-            data=changes, x="kimg", y="cdf_change", errorbar="sd", ax=ax_c, **_seaborn_styles(styles)
-        )
+        sns.lineplot(data=changes, x="kimg", y="cdf_change", errorbar="sd", ax=ax_c, **seaborn_styles(styles))
         ax_c.legend(title="sampler (mean ± std over seeds)", fontsize=8)
     ax_c.set_yscale("log")
     ax_c.set_xlabel("processed examples at rebuild (kimg)")
@@ -472,7 +470,7 @@ def plot_infonoise_profile(runs: list[Run], title: str, base: Path) -> list[Path
     ax_c.grid(True, which="both", alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
-    return _save(fig, base)
+    return save_figure(fig, base)
 
 
 # -- figure 4: EDM P_mean sweep ----------------------------------------------------------------------
@@ -538,7 +536,7 @@ def plot_pmean_sweep(runs: list[Run], rows: pd.DataFrame, title: str, base: Path
         return None
     first = rows.iloc[0]
     ceiling = float(rows["kimg"].max()) * 1.08
-    fig, (ax_q, ax_t) = _figure(1, 2, figsize=(14, 5.6))
+    fig, (ax_q, ax_t) = new_figure(1, 2, figsize=(14, 5.6))
     edm = [p for p in points if p.name == "edm"]
     ax_q.errorbar(
         [p.position for p in edm],
@@ -599,7 +597,7 @@ def plot_pmean_sweep(runs: list[Run], rows: pd.DataFrame, title: str, base: Path
     )
     fig.suptitle(title)
     fig.tight_layout()
-    return _save(fig, base)
+    return save_figure(fig, base)
 
 
 # -- all figures -------------------------------------------------------------------------------------

@@ -456,7 +456,7 @@ def plot_profile(report: ProfileReport, spec: RunSpec, title: str, path: Path) -
     from matplotlib.figure import Figure
 
     from suite.assembly import build_loss_weight
-    from suite.figures import _save, _sigma_axis, effective_allocation, registered_densities, style_map
+    from suite.figures import effective_allocation, registered_densities, save_figure, sigma_axis, style_map
 
     lo, hi = spec.diffusion.sigma_min, spec.diffusion.sigma_max
     weight = build_loss_weight(spec)
@@ -499,7 +499,7 @@ def plot_profile(report: ProfileReport, spec: RunSpec, title: str, path: Path) -
                 linestyle=(0, (4, 2)),
                 label="memorisation scale d_NN/√(2 ln N)",
             )
-        _sigma_axis(a, (lo, hi))
+        sigma_axis(a, (lo, hi))
     ax.set_ylabel("density per unit ln σ")
     ax.set_ylim(bottom=0)
     ax.set_title("information profiles and every sampler's effective allocation φ = π·w")
@@ -523,7 +523,7 @@ def plot_profile(report: ProfileReport, spec: RunSpec, title: str, path: Path) -
     ax_d.set_title(f"empirical prior of N={e.n_points} examples: memorisation")
     ax_d.legend(fontsize=7)
     fig.suptitle(title)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def main(args: argparse.Namespace) -> int:
