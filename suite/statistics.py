@@ -67,17 +67,17 @@ from suite.table import (
     NO_ROWS,
     ROW_KEYS,
     TARGET_BASELINES,
-    _fmt,
-    _metric_of,
-    _same_row,
-    _sort_rows,
     final_rows,
     finished,
+    format_value,
     load_records,
+    metric_of,
     paired_speedups,
     parse_targets,
     render,
+    same_row,
     sampler_order,
+    sort_rows,
     time_to_target,
     with_row_labels,
 )
@@ -107,11 +107,12 @@ class Interval:
 
     def text(self, scale: float | None = None, signed: bool = False) -> str:
         """ "71.17 [68.20, 74.14]", or "71.17 (1 seed: no interval)"; ``signed`` writes "+" before positive
-        numbers (differences); ``scale`` (default the estimate) picks the decimals as ``suite.table._fmt``."""
+        numbers (differences); ``scale`` (default the estimate) picks the decimals as
+        ``suite.table.format_value``."""
         at = abs(self.estimate) if scale is None else scale
 
         def number(x: float) -> str:
-            return ("+" if signed and x > 0 else "") + _fmt(x, at)
+            return ("+" if signed and x > 0 else "") + format_value(x, at)
 
         if self.n == 0:
             return "–"
@@ -228,10 +229,10 @@ def comparison_intervals(
     for _, part in final.groupby(ROW_KEYS, sort=False, dropna=False):
         first = part.iloc[0]
         higher = bool(first["higher_is_better"])
-        mine = target_lines[_same_row(target_lines, first)] if not target_lines.empty else target_lines
+        mine = target_lines[same_row(target_lines, first)] if not target_lines.empty else target_lines
         target = str(mine["target_sampler"].iloc[0]) if not mine.empty else ""
         finals = _seed_finals(part)
-        evaluations = rows[_same_row(rows, first)]
+        evaluations = rows[same_row(rows, first)]
         for sampler in sampler_order(list(finals)):
             line = {
                 "row": first["row"],
@@ -289,8 +290,8 @@ def verdict(line: Mapping) -> str:
         word, low, high = ("better", *gain) if better else ("worse", -gain[1], -gain[0])
         size = abs(d.estimate)
         text = (
-            f"{sampler} {word} than {target} by {_fmt(size)} {metric}, {level} CI "
-            f"[{_fmt(low, size)}, {_fmt(high, size)}], {pairs} seed pairs"
+            f"{sampler} {word} than {target} by {format_value(size)} {metric}, {level} CI "
+            f"[{format_value(low, size)}, {format_value(high, size)}], {pairs} seed pairs"
         )
     reached = int(line["ratio_reached"])
     if reached < pairs:
@@ -318,7 +319,7 @@ def _in_paper_order(table: pd.DataFrame) -> pd.DataFrame:
     """Rows in the table's order of comparisons (``suite.table``), samplers in their order within each."""
     if table.empty:
         return table
-    order = _sort_rows(table[["task", "budget"]].drop_duplicates())
+    order = sort_rows(table[["task", "budget"]].drop_duplicates())
     ranked = table.merge(order.assign(_rank=range(len(order))), on=["task", "budget"])
     return ranked.sort_values("_rank", kind="stable").drop(columns="_rank").reset_index(drop=True)
 
@@ -356,7 +357,7 @@ def statistics_table(
             {
                 "task": line["row"],
                 "budget": line["budget"],
-                "metric": _metric_of(line),
+                "metric": metric_of(line),
                 "sampler": line["sampler"],
                 "seeds": line["final"].n,
                 "final, 95% CI": line["final"].text(),
@@ -412,13 +413,13 @@ def seed_plan(
             {
                 "task": line["row"],
                 "budget": line["budget"],
-                "metric": _metric_of(line),
+                "metric": metric_of(line),
                 "sampler": line["sampler"],
                 "target": line["target_sampler"],
                 "seed pairs": pairs,
-                "mean of sampler − target": _fmt(d.estimate) if pairs else "–",
-                "sd of differences": _fmt(spread) if pairs > 1 else "–",
-                "difference to detect": _fmt(wanted) if pairs else "–",
+                "mean of sampler − target": format_value(d.estimate) if pairs else "–",
+                "sd of differences": format_value(spread) if pairs > 1 else "–",
+                "difference to detect": format_value(wanted) if pairs else "–",
                 f"seeds needed (power {power:g})": needed,
             }
         )

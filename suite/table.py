@@ -159,7 +159,7 @@ def metric_label(metric: str, substitute: bool, higher_is_better: bool) -> str:
     return f"{metric}{' (substitute)' if substitute else ''} {'↑' if higher_is_better else '↓'}"
 
 
-def _metric_of(row: pd.Series) -> str:
+def metric_of(row: pd.Series) -> str:
     return metric_label(row["metric"], bool(row["substitute_metric"]), bool(row["higher_is_better"]))
 
 
@@ -188,7 +188,7 @@ def with_row_labels(df: pd.DataFrame) -> pd.DataFrame:
     return df.merge(keys, on=ROW_KEYS, how="left")
 
 
-def _fmt(x: float, scale: float | None = None) -> str:
+def format_value(x: float, scale: float | None = None) -> str:
     """Two decimals below 100, one above (FIDs of short runs reach the hundreds); ``scale`` (default x)
     picks the precision, so that a std is written to the decimals of its mean."""
     return f"{x:.1f}" if abs(x if scale is None else scale) >= 100 else f"{x:.2f}"
@@ -334,14 +334,18 @@ def _cell(
     if mean is None:
         text = "–"
     else:
-        text = _fmt(mean) + ("" if math.isnan(std) or not math.isfinite(mean) else f" ± {_fmt(std, mean)}")
+        text = format_value(mean) + (
+            "" if math.isnan(std) or not math.isfinite(mean) else f" ± {format_value(std, mean)}"
+        )
     if best:
         text = f"**{text}**"
     if incomplete:
         text = f"{text} [{incomplete}]"
     if math.isnan(paper):
         return text
-    return f"{text} (published {_fmt(paper)} {gap})" if gap else f"{text} (paper {_fmt(paper)})"
+    return (
+        f"{text} (published {format_value(paper)} {gap})" if gap else f"{text} (paper {format_value(paper)})"
+    )
 
 
 def comparison_table(
@@ -363,7 +367,7 @@ def comparison_table(
     lines = []
     for _, part in stats.groupby(ROW_KEYS, sort=False, dropna=False):
         first = part.iloc[0]
-        line = {"task": first["row"], "budget": first["budget"], "metric": _metric_of(first)}
+        line = {"task": first["row"], "budget": first["budget"], "metric": metric_of(first)}
         nfe = "/".join(sorted(set(part["nfe"])))
         paper_nfe = part["paper_nfe"].dropna()
         if not paper_nfe.empty and str(int(paper_nfe.iloc[0])) != nfe:
@@ -388,10 +392,10 @@ def comparison_table(
                 line[sampler] = _cell(None, math.nan, False, paper, row_gap)
         lines.append(line)
     columns = ["task", "budget", "metric", "NFE", "seeds", *samplers]
-    return _sort_rows(pd.DataFrame(lines, columns=columns))
+    return sort_rows(pd.DataFrame(lines, columns=columns))
 
 
-def _sort_rows(table: pd.DataFrame) -> pd.DataFrame:
+def sort_rows(table: pd.DataFrame) -> pd.DataFrame:
     """Tasks in the paper's row order, then the others alphabetically."""
     if table.empty:
         return table
@@ -442,7 +446,7 @@ def _seed_curves(part: pd.DataFrame, sampler: str) -> dict[int, tuple[np.ndarray
     return curves
 
 
-def _same_row(frame: pd.DataFrame, line: pd.Series) -> pd.Series:
+def same_row(frame: pd.DataFrame, line: pd.Series) -> pd.Series:
     """Rows of ``frame`` in the comparison row of ``line``: same row label, budget and metric (unique per
     comparison, and free of the missing values that make key-by-key equality fail)."""
     keys = ["row", "budget", "metric"]
@@ -527,7 +531,7 @@ def time_to_target(
                 ),
             )
         reference = crossing[best["sampler"]][1]
-        seeds = rows[_same_row(rows, part.iloc[0])]
+        seeds = rows[same_row(rows, part.iloc[0])]
         keys = part.iloc[0][ROW_KEYS].to_dict()
         for sampler in sampler_order(list(crossing)):
             name, k = crossing[sampler]
@@ -543,7 +547,7 @@ def time_to_target(
                     "sampler_name": name,
                     "kimg_to_target": k,
                     "reached": not math.isnan(k),
-                    "result": (NOT_REACHED if math.isnan(k) else _fmt(k))
+                    "result": (NOT_REACHED if math.isnan(k) else format_value(k))
                     + (" [records incomplete]" if _incomplete(seeds, sampler) else ""),
                     "speedup": reference / k if k > 0 else math.nan,
                     "pair_mean": float(np.mean(ratios)) if ratios else math.nan,
@@ -603,19 +607,19 @@ def time_to_target_table(
     lines = []
     for _, part_all in against_all.groupby(ROW_KEYS, sort=False, dropna=False):
         first = part_all.iloc[0]
-        part = against[_same_row(against, first)] if not against.empty else against
-        line = {"task": first["row"], "budget": first["budget"], "metric": _metric_of(first)}
+        part = against[same_row(against, first)] if not against.empty else against
+        line = {"task": first["row"], "budget": first["budget"], "metric": metric_of(first)}
         if part.empty:
             line[name] = "–"
             line |= dict.fromkeys(samplers, "–")
             line["InfoNoise speed-up"] = "–"
         else:
-            line[name] = f"{part.iloc[0]['target_sampler']}: {_fmt(part.iloc[0]['target'])}"
+            line[name] = f"{part.iloc[0]['target_sampler']}: {format_value(part.iloc[0]['target'])}"
             by_sampler = part.set_index("sampler")
             for sampler in samplers:
                 line[sampler] = by_sampler.loc[sampler, "result"] if sampler in by_sampler.index else "–"
             line["InfoNoise speed-up"] = _infonoise_speedups(part)
-        line["target (all fixed)"] = f"{first['target_sampler']}: {_fmt(first['target'])}"
+        line["target (all fixed)"] = f"{first['target_sampler']}: {format_value(first['target'])}"
         line["InfoNoise speed-up (all fixed)"] = _infonoise_speedups(part_all)
         lines.append(line)
     columns = [
@@ -628,7 +632,7 @@ def time_to_target_table(
         "target (all fixed)",
         "InfoNoise speed-up (all fixed)",
     ]
-    return _sort_rows(pd.DataFrame(lines, columns=columns))
+    return sort_rows(pd.DataFrame(lines, columns=columns))
 
 
 # -- rendering ---------------------------------------------------------------------------------------
