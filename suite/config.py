@@ -6,8 +6,9 @@ list (``sampler.p_mean=-1.2,0,1.2``) sweeps a value: each combination is one run
 run: ``config_hash`` of the whole resolved config, and ``comparison_hash`` of everything except the
 sampler and the seed — the runs of one comparison must share it, which is how the suite guarantees that
 samplers are compared with nothing else changed. Where files sit (``task.root``, ``task.download``, the
-results folder) and the device enter neither hash: the data's identity is its content fingerprint, which
-each run records and which must agree across the runs of a comparison (``suite.runner``).
+results folder), the device and the live loggers (``watch``) enter neither hash: the data's identity is
+its content fingerprint, which each run records and which must agree across the runs of a comparison
+(``suite.runner``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from omegaconf import DictConfig, OmegaConf
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 GROUPS = ("task", "sampler", "budget")
 LOCATION_KEYS = ("results", "device", "task.root", "task.download")
-NOT_COMPARED = ("sampler", "seed", *LOCATION_KEYS)
+OBSERVER_KEYS = ("watch",)  # live loggers (suite.watch): they watch the numbers, never change them
+NOT_COMPARED = ("sampler", "seed", *LOCATION_KEYS, *OBSERVER_KEYS)
 
 
 PLUGIN_CONFIGS = "infonoise_suite.configs"
@@ -185,7 +187,7 @@ def comparison_config(cfg: DictConfig) -> dict[str, Any]:
 
 def config_hash(cfg: DictConfig) -> str:
     """Hash of everything that determines a run's numbers (locations and the device excluded)."""
-    return stable_hash(_without(to_dict(cfg), LOCATION_KEYS))
+    return stable_hash(_without(to_dict(cfg), (*LOCATION_KEYS, *OBSERVER_KEYS)))
 
 
 def comparison_hash(cfg: DictConfig) -> str:

@@ -44,6 +44,7 @@ from suite.solvers import SOLVERS, guided, nfe
 from suite.spec import RunSpec, run_spec
 from suite.stopping import check
 from suite.task import Batch, Task, TaskData
+from suite.watch import PREVIEW, progress
 
 REFERENCE_SEED = 0
 CONDITION_SEED = 1
@@ -67,6 +68,7 @@ class Evaluator:
         self.metrics: list[Metric] = task.metrics(device, suite_cache_dir())
         self.conditional = bool(task.conditional)
         self._reference: Any = None
+        self.preview: Any = None  # the first decoded samples of the last evaluation (``suite.watch``)
 
     @property
     def n_reference(self) -> int:
@@ -94,7 +96,7 @@ class Evaluator:
         chosen = fixed_choice(len(self.data.reference), n, CONDITION_SEED) if self.conditional else None
         solve = SOLVERS[d.solver]
         out = []
-        for start in range(0, n, ev.batch_size):
+        for start in progress(range(0, n, ev.batch_size), desc="generating", unit="batch"):
             check("while generating")
             m = min(ev.batch_size, n - start)
             latents = d.sigma_max * torch.randn((m, *self.task.sample_shape), generator=gen)
@@ -144,6 +146,8 @@ class Evaluator:
                 reference=self.reference(),
                 matched=None if matched is None else self.task.decode_reference(matched),
             )
+            if k == 0:
+                self.preview = inputs.generated[:PREVIEW]
             for found, metric in zip(results, metrics, strict=True):
                 check("between metrics")
                 found.append(metric(inputs))

@@ -68,8 +68,8 @@ TRACKED_PACKAGES = (
     "submitit",
 )
 # What a run writes in its folder: never read or written through a link.
-OWN_FILES = ("run.json", "config.yaml", "records.jsonl", "stats.jsonl", "sampler.jsonl")
-OWN_FOLDERS = ("checkpoints", "snapshots")
+OWN_FILES = ("run.json", "config.yaml", "records.jsonl", "stats.jsonl", "sampler.jsonl", "log.txt")
+OWN_FOLDERS = ("checkpoints", "snapshots", "samples", "tensorboard", "wandb")
 
 
 EVALUATION_COLUMNS = (
@@ -291,6 +291,16 @@ def append_jsonl(path: str | os.PathLike, rows: Iterable[dict[str, Any]]) -> Non
         handle.write(data)
         handle.flush()
         os.fsync(fd)
+
+
+def append_text(path: str | os.PathLike, text: str) -> None:
+    """Append ``text`` to a log file (no fsync: a log, not a record), never through a link."""
+    path = Path(path)
+    check_write(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = _open_own(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    with os.fdopen(fd, "ab") as handle:
+        handle.write(text.encode("utf-8", errors="replace"))
 
 
 def _written_after(row: dict[str, Any] | None, max_nimg: int) -> bool:

@@ -115,6 +115,7 @@ class RunSpec:
     device: str
     config_hash: str
     comparison_hash: str
+    watch: tuple[str, ...] = ()  # live loggers (``suite.watch``)
 
     @property
     def label(self) -> str:
@@ -234,12 +235,25 @@ def _diffusion(node: DictConfig) -> tuple[DiffusionSpec, list[str]]:
     return spec, r.problems
 
 
+def _watch(cfg: DictConfig) -> tuple[tuple[str, ...], list[str]]:
+    """The run's live loggers (``watch``: a name or a list of names; absent in configs written before it)."""
+    from suite.watch import WATCHERS
+
+    value = OmegaConf.select(cfg, "watch", default=None)
+    names = [] if value is None else [value] if isinstance(value, str) else list(value)
+    bad = [name for name in names if name not in WATCHERS]
+    if bad:
+        return (), [f"watch={names!r}: {bad[0]!r} is not a logger; valid: {', '.join(WATCHERS)}"]
+    return tuple(dict.fromkeys(names)), []
+
+
 def read_spec(cfg: DictConfig) -> tuple[RunSpec, list[str]]:
     """The spec of a resolved run config and every invalid value in it, one line each; an invalid value is
     replaced by a valid placeholder, so that the checks can go on to build the parts and report their
     problems too."""
     budget, bad_budget = _budget(cfg.budget)
     diffusion, bad_task = _diffusion(cfg.task)
+    watch, bad_watch = _watch(cfg)
     spec = RunSpec(
         config=cfg,
         task=str(cfg.task.name),
@@ -251,8 +265,9 @@ def read_spec(cfg: DictConfig) -> tuple[RunSpec, list[str]]:
         device=str(cfg.get("device", "auto")),
         config_hash=config_hash(cfg),
         comparison_hash=comparison_hash(cfg),
+        watch=watch,
     )
-    return spec, [*bad_budget, *bad_task]
+    return spec, [*bad_budget, *bad_task, *bad_watch]
 
 
 def run_spec(cfg: DictConfig) -> RunSpec:

@@ -31,6 +31,8 @@ held by a live process raises :class:`suite.lease.RunBusy` on every rank without
 from __future__ import annotations
 
 import time
+import traceback
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -41,11 +43,12 @@ from torch import Tensor, nn
 
 from suite.assembly import build_task
 from suite.checkpoint import fault_point
+from suite.config import to_dict
 from suite.distributed import DistContext, barrier, init_distributed
 from suite.evaluation import Evaluator, save_snapshot
 from suite.lease import Lease, LeaseLost, RunBusy, clean_temporary_files, read_holder
 from suite.provenance import claim_data_identity, density_row, run_started
-from suite.records import RunDirectory, append_jsonl, now, truncate_jsonl
+from suite.records import RunDirectory, append_jsonl, append_text, now, truncate_jsonl
 from suite.schedule import (
     batch_indices,
     ema_beta,
@@ -58,6 +61,7 @@ from suite.spec import RunSpec, run_spec
 from suite.state import TrainingState
 from suite.stopping import Interrupted, interrupted, requested, stop_requests
 from suite.task import Task, TaskData, augment_share
+from suite.watch import Watchers, evaluation_line, format_eta, run_log, save_samples
 
 
 class Trainer:
@@ -81,6 +85,7 @@ class Trainer:
         self.eval_at = evaluation_points(self.total_nimg, self.batch, self.budget.eval_points)
         self._rebuilds_logged = 0
         self._loss_sum = torch.zeros((), device=self.ctx.device)
+        self.watchers: Watchers | None = None  # the main rank's live loggers, opened by run()
 
     @property
     def nimg(self) -> int:
@@ -153,6 +158,11 @@ class Trainer:
                 digest = rows[0]["config_hash"]
                 save_snapshot(self.dir.snapshots, state.nimg, state.ema, state.sampler, digest)
                 append_jsonl(self.dir.records, rows)
+                for row in rows:
+                    print(f"[{self.spec.label}] {evaluation_line(row)}", flush=True)
+                save_samples(self.dir.path / "samples", state.nimg, self.evaluator.preview)
+                if self.watchers is not None:
+                    self.watchers.log(state.nimg, {f"eval/{row['metric']}": row["value"] for row in rows})
         if self._agree(abandoned):
             self._interrupt(f"during the evaluation at kimg {self.nimg / 1000}, which is abandoned")
 
@@ -236,9 +246,16 @@ class Trainer:
             if ctx.is_main:
                 run_started(self.dir, self.spec, self.state, self.data, ctx, resumed)
                 self.log_sampler(initial=not resumed)
-            if resumed and self.evaluation_pending():
-                self.evaluate()
-            self._loop()
+                self.watchers = Watchers(
+                    self.spec.watch, self.dir.path, self.spec.label, to_dict(self.spec.config), self.nimg
+                )
+            try:
+                if resumed and self.evaluation_pending():
+                    self.evaluate()
+                self._loop()
+            finally:
+                if self.watchers is not None:
+                    self.watchers.close()
             if ctx.is_main:
                 return self.dir.update(
                     status="done",
@@ -300,10 +317,12 @@ class Trainer:
                 "lr": self.state.optimizer.param_groups[0]["lr"],
             }
             append_jsonl(self.dir.stats, [row])
+            if self.watchers is not None:
+                self.watchers.log(self.nimg, {"train/loss": row["loss"], "train/sec_per_kimg": sec_per_kimg})
             print(
                 f"[{self.spec.task}/{self.spec.sampler.label}/seed{self.spec.seed}] "
                 f"kimg {self.nimg / 1000:.1f}/{self.total_nimg / 1000:.1f}  loss {row['loss']:.4f}  "
-                f"sec/kimg {sec_per_kimg:.2f}  ETA {time.strftime('%H:%M:%S', time.gmtime(remaining))}",
+                f"sec/kimg {sec_per_kimg:.2f}  ETA {format_eta(remaining)}",
                 flush=True,
             )
 
@@ -343,10 +362,19 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any]:
         if folder.status() == "done":  # finished by the previous holder
             return folder.info()
         folder.refuse_links()
-        if ctx.is_main:
+        if not ctx.is_main:
+            return Trainer(spec, run_dir, ctx).run()
+        with run_log(run_dir) as log:
             for path in clean_temporary_files(run_dir):
                 print(f"removed {path}, left by a writer that did not finish", flush=True)
-        return Trainer(spec, run_dir, ctx).run()
+            try:
+                return Trainer(spec, run_dir, ctx).run()
+            except LeaseLost:
+                raise
+            except BaseException as err:
+                with suppress(Exception):  # the guard may refuse: the error itself still propagates
+                    append_text(log, f"{err}\n" if isinstance(err, Interrupted) else traceback.format_exc())
+                raise
     except (Interrupted, LeaseLost):
         raise
     except BaseException as err:

@@ -61,6 +61,7 @@ from suite.metrics.inception import (
     suite_cache_dir,
 )
 from suite.stopping import check
+from suite.watch import progress_enabled
 
 INCEPTION_EXTRACTOR = "inception-v3-compat"
 
@@ -256,7 +257,7 @@ class FrechetDistance:
             "batch_size": self.batch_size,
             "cuda": self.cuda,
             "save_cpu_ram": True,
-            "verbose": False,
+            "verbose": progress_enabled(),  # torch-fidelity's feature bars, where someone watches
         }
         extractor = create_feature_extractor(self.feature_extractor, [self.layer], **kwargs)
         features = extract_featuresdict_from_input_id(1, extractor, **kwargs)[self.layer].to(torch.float64)
