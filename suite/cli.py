@@ -1,9 +1,10 @@
-"""Command line: ``suite run|eval|data|profile|list|samplers|status|lease|table|plot|report|bench``.
+"""Command line: ``suite run|eval|samples|data|profile|list|samplers|status|lease|table|plot|report|bench``.
 
 Each subcommand is a small function; heavy imports happen inside them so ``suite --help`` is instant.
 ``suite run`` handles SIGTERM, SIGUSR2 and SIGINT from its start (``suite.stopping``): the launch stops
 cleanly and exits with status 130.
 ``suite plan-seeds`` (``suite.statistics``) says how many seeds a difference to the target needs.
+``suite samples`` (``suite.evaluation``) writes generated samples of a saved snapshot without the trainer.
 """
 
 from __future__ import annotations
@@ -142,6 +143,16 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--steps", type=int, default=None, help="solver steps (default: the task's)")
     evaluate.add_argument("--device", default="auto")
     evaluate.set_defaults(func=_lazy("suite.evaluation", "main"))
+
+    samples = sub.add_parser(
+        "samples", help="write generated samples of a run's saved snapshot (image grid or texts), no trainer"
+    )
+    samples.add_argument("run_dir", help="a run folder (…/runs/<comparison>/<sampler>/seed<k>)")
+    samples.add_argument("--kimg", type=float, default=None, help="an evaluation point (default: the newest)")
+    samples.add_argument("--out", required=True, help="folder for samples-<nimg>.png or .txt")
+    samples.add_argument("--n", type=int, default=64, help="number of samples (default 64)")
+    samples.add_argument("--device", default="auto")
+    samples.set_defaults(func=_lazy("suite.evaluation", "samples_main"))
 
     data = sub.add_parser(
         "data", help="download or convert a task's real data set: suite data TASK [SRC] DEST"

@@ -322,3 +322,53 @@ def main(args: Any) -> int:
         print(f"error: {busy}", file=sys.stderr)
         return 2
     return 0
+
+
+def write_samples(
+    run_dir: str | Path, out: str | Path, kimg: float | None = None, n: int = PREVIEW, device: str = "auto"
+) -> Path:
+    """Generate ``n`` samples from a run's saved snapshot (the one at ``kimg``, else the newest) as an
+    evaluation does (Karras grid at the task's steps, ``budget.eval.seed``'s latents, its batches and
+    guidance), without the trainer, and write them into ``out`` as the run writes its ``samples/``
+    (``suite.watch``); returns the file written. The run may still be training: snapshots are atomic."""
+    from omegaconf import OmegaConf
+
+    from suite.distributed import init_distributed
+    from suite.watch import save_samples
+
+    folder = Path(run_dir)
+    if not (folder / "config.yaml").is_file():
+        raise FileNotFoundError(f"{folder} is not a run directory (no config.yaml)")
+    snapshots = list_snapshots(folder / "snapshots")
+    if not snapshots:
+        raise FileNotFoundError(f"{folder} holds no network snapshots yet ({folder / 'snapshots'})")
+    nimg = max(snapshots) if kimg is None else int(round(kimg * 1000))
+    if nimg not in snapshots:
+        valid = ", ".join(f"{k / 1000:g}" for k in snapshots)
+        raise ValueError(f"{folder} has no snapshot at kimg {kimg:g}; valid kimg: {valid}")
+    if n < 1:
+        raise ValueError(f"--n must be at least 1, got {n}")
+    cfg = OmegaConf.load(folder / "config.yaml")
+    cfg.device = device
+    spec = run_spec(cfg)
+    ctx = init_distributed(device)
+    task = build_task(spec)
+    data = task.load()
+    parts = build_parts(spec, task, ctx.device)
+    snapshot = load_snapshot(snapshots[nimg])
+    if snapshot["config_hash"] != spec.config_hash:
+        raise ValueError(f"{snapshots[nimg]} belongs to another config than {folder / 'config.yaml'}")
+    model = parts.model.eval().requires_grad_(False)
+    model.load_state_dict(snapshot["ema"])
+    evaluator = Evaluator(spec, task, data, ctx.device)
+    sigmas = evaluator.grid("karras", spec.diffusion.solver_steps, None)
+    x, _ = evaluator.generate(model, n, sigmas, spec.budget.eval.guidance)
+    path = save_samples(out, nimg, task.decode(x, model)[:n])
+    print(f"wrote {path} ({n} samples of {folder} at kimg {nimg / 1000:g})")
+    return path
+
+
+def samples_main(args: Any) -> int:
+    """``suite samples RUN_DIR [--kimg K] --out DIR [--n N]``."""
+    write_samples(args.run_dir, args.out, args.kimg, args.n, args.device)
+    return 0

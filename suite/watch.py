@@ -157,10 +157,9 @@ def encode_samples(decoded: Any) -> bytes:
 
 
 def save_samples(folder: str | os.PathLike, nimg: int, decoded: Any) -> Path:
-    """Write the first :data:`PREVIEW` decoded samples of the point ``nimg`` into ``folder`` (atomic)."""
-    preview = decoded[:PREVIEW]
-    path = samples_path(folder, nimg, preview)
-    write_atomic(path, encode_samples(preview))
+    """Write decoded samples of the point ``nimg`` into ``folder`` (atomically)."""
+    path = samples_path(folder, nimg, decoded)
+    write_atomic(path, encode_samples(decoded))
     return path
 
 
