@@ -1,11 +1,14 @@
 """``suite status``: the state of every run of a results folder, with SLURM's view of submitted runs.
 
 For each run directory under ``<results>`` (found by ``suite.results``) it shows the task, budget, sampler,
-seed, the status from ``run.json`` (pending when there is none) and the processed kimg. For runs submitted
-with ``--launcher slurm`` (``slurm.json``) it adds the job id and its state from ``sacct`` (``unknown``
-where there is no accounting). A run whose record says pending or running while its job has ended (an
-exception before the run could record it, out of memory, a kill, a node failure) is shown as failed. Failed
-runs show their error line: ``run.json``'s ``error``, else the last line of the job's stderr log.
+seed, the status from ``run.json`` (pending when there is none), the processed kimg, a running run's ETA
+(``suite.watch.format_eta`` of the kimg left at its last tick's pace) and its newest evaluation row on the
+run's own solver grid (``metric value @kimg``; rows re-scored on another grid by ``suite eval`` are not
+it). For runs submitted with ``--launcher slurm`` (``slurm.json``) it adds the job id and its state from
+``sacct`` (``unknown`` where there is no accounting). A run whose record says pending or running while its
+job has ended (an exception before the run could record it, out of memory, a kill, a node failure) is shown
+as failed. Failed runs show their error line: ``run.json``'s ``error``, else the last line of the job's
+stderr log.
 
 The ``holder`` column names the process that holds the run's lease (``suite.lease``): host, pid, since
 when and the heartbeat's age on this host's clock, prefixed ``stale`` for a lease judged stale (its
@@ -31,8 +34,9 @@ from typing import Any
 import pandas as pd
 
 from suite.lease import Holder, LeaseFile, judge, read_lease, stale_limit
-from suite.results import find_runs
+from suite.results import RunRecord, find_runs
 from suite.slurm import read_submission, slurm_command
+from suite.watch import format_eta
 
 # SLURM states of jobs that are over (the others are queued, running or on their way to run again).
 ENDED_STATES = frozenset(
@@ -50,7 +54,20 @@ ENDED_STATES = frozenset(
     }
 )
 ERROR_WIDTH = 120
-COLUMNS = ["task", "budget", "sampler", "seed", "status", "kimg", "job", "slurm", "holder", "error"]
+COLUMNS = [
+    "task",
+    "budget",
+    "sampler",
+    "seed",
+    "status",
+    "kimg",
+    "eta",
+    "last metric",
+    "job",
+    "slurm",
+    "holder",
+    "error",
+]
 
 
 def _expand_array(job: str) -> list[str]:
@@ -121,6 +138,32 @@ def describe_holder(seen: LeaseFile | None, live: bool | None, clock: float) -> 
     return f"{prefix}{seen.holder.host} pid {seen.holder.pid} since {since}Z, {beat}"
 
 
+def eta_of(run: RunRecord, status: str) -> str:
+    """A running run's time left: (total kimg − kimg of its last stats row) × that row's seconds per kimg,
+    ``-`` for any other status or before its first tick."""
+    stats, total = run.stats(), run.info.get("total_kimg")
+    if status != "running" or not stats or not isinstance(total, int | float):
+        return "-"
+    last = stats[-1]
+    kimg, pace = last.get("kimg"), last.get("sec_per_kimg")
+    if not isinstance(kimg, int | float) or not isinstance(pace, int | float):
+        return "-"
+    return format_eta(max(total - kimg, 0) * pace)
+
+
+def last_metric(run: RunRecord) -> str:
+    """The newest evaluation row on the Karras grid as ``metric value @kimg`` (``-`` before the first)."""
+    rows = [
+        row
+        for row in run.rows()
+        if isinstance(row.get("value"), int | float) and row.get("grid", "karras") == "karras"
+    ]
+    if not rows:
+        return "-"
+    row = rows[-1]
+    return f"{row.get('metric')} {row['value']:.4g} @{row.get('kimg', 0):g}"
+
+
 def _short(text: str) -> str:
     return text if len(text) <= ERROR_WIDTH else text[: ERROR_WIDTH - 1] + "…"
 
@@ -159,6 +202,8 @@ def collect(results: str | Path) -> pd.DataFrame:
                 "seed": info.get("seed", run.path.name.removeprefix("seed")),
                 "status": status,
                 "kimg": info.get("kimg", 0.0),
+                "eta": eta_of(run, status),
+                "last metric": last_metric(run),
                 "job": job or "-",
                 "slurm": slurm_state or "-",
                 "holder": describe_holder(seen, live, clock),
