@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The test command: install (idempotent), lint and format check, bring up the local SLURM cluster, run every test,
+# The test command: install (idempotent) with the optional live loggers, lint and format check, bring up the local SLURM cluster, run every test,
 # and always take the cluster down. Extra arguments go to pytest (e.g. -m "not slurm").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
+# The optional live loggers (watch: [tensorboard, wandb]) that the tests exercise; not part of the install.
+.venv/bin/pip install -q --disable-pip-version-check -r requirements-watch.txt
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 

@@ -10,11 +10,12 @@ whose lease was taken over while it trained stops at its next write, and the nex
 request (``suite.stopping``) ends the launch with status 130: a run that trains checkpoints and stops, and
 a request that arrives between runs starts no further run.
 
-A local launch ends with one line per run (its outcome: done, done already, failed, busy, lease lost,
-interrupted, not started) and exits with ``EXIT_DONE`` (0) when every run is done, ``EXIT_FAILED`` (1)
-when a run failed, ``EXIT_BUSY`` (3) when none failed but a run was left to another process (skipped as
-busy, or its lease lost), and ``EXIT_INTERRUPTED`` (130) when SIGTERM/SIGUSR2 stopped it (the runs after
-it are not started).
+A local launch ends with a closing summary: the count of each outcome, one line per run (its outcome:
+done, done already, failed, busy, lease lost, interrupted, not started; with a done run's final values on
+its own grid, or why), and the command to run next; it exits with ``EXIT_DONE`` (0) when every run is
+done, ``EXIT_FAILED`` (1) when a run failed, ``EXIT_BUSY`` (3) when none failed but a run was left to
+another process (skipped as busy, or its lease lost), and ``EXIT_INTERRUPTED`` (130) when SIGTERM/SIGUSR2
+stopped it (the runs after it are not started).
 
 Several runs on one device (``--runs-per-gpu K``, :func:`run_packed`): the runs are trained K at a time
 as K child processes on the same device, each started fresh (``spawn``: the launcher's main module is
@@ -68,6 +69,7 @@ from suite.spec import RunSpec, SpecError, read_spec
 from suite.stopping import EXIT_INTERRUPTED, STOP_SIGNALS, Interrupted, check
 from suite.task import TASKS
 from suite.training import train
+from suite.watch import check_watchers
 
 EXIT_DONE, EXIT_FAILED, EXIT_BUSY = 0, 1, 3
 
@@ -178,6 +180,10 @@ def run_problems(cfg: DictConfig, networks: set[str] | None = None) -> list[str]
     ``networks``; no data are read."""
     spec, problems = read_spec(cfg)
     try:
+        check_watchers(spec.watch)
+    except ValueError as err:
+        problems.append(str(err))
+    try:
         build_noise_sampler(spec, build_loss_weight(spec))
     except (ValueError, TypeError, KeyError) as err:
         problems.append(f"sampler {spec.sampler.name}: {err}")
@@ -260,17 +266,47 @@ def attempt(cfg_dict: dict[str, Any], run_dir: str) -> tuple[str, str]:
         return "failed", f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0]}"
 
 
+def final_values(run_dir: Path) -> str:
+    """A run's values at its last evaluation point on its own grid (``metric value`` each), '' for none."""
+    rows = [row for row in RunDirectory(run_dir).rows() if row.get("grid", "karras") == "karras"]
+    points = [row["nimg"] for row in rows if isinstance(row.get("nimg"), int)]
+    if not points:
+        return ""
+    last = max(points)
+    values = {row["metric"]: row["value"] for row in rows if row.get("nimg") == last}
+    return ", ".join(f"{metric} {value:.6g}" for metric, value in values.items()) + f" @ kimg {last / 1000:g}"
+
+
+def next_step(code: int, results: str) -> str:
+    """What to run after a launch that ended with ``code``."""
+    return {
+        EXIT_DONE: f"next: suite table --results {results}  (figures: suite plot, report: suite report)",
+        EXIT_FAILED: "next: fix the error printed above, then re-run the same command: done runs are skipped",
+        EXIT_BUSY: f"next: suite status --results {results} names who trains the skipped runs; re-run later",
+        EXIT_INTERRUPTED: "next: re-run the same command to resume from the last checkpoints",
+    }[code]
+
+
 def summarize(outcomes: list[tuple[str, PlannedRun, str]]) -> int:
-    """Print one line per run (outcome, label, why) and return the launch's exit code (module docstring)."""
-    print(f"{len(outcomes)} run(s):")
+    """Print one line per run (outcome, label, final values or why), the count of each outcome and the next
+    command, and return the launch's exit code (module docstring)."""
+    counts: dict[str, int] = {}
+    for outcome, _, _ in outcomes:
+        counts[outcome] = counts.get(outcome, 0) + 1
+    print(f"{len(outcomes)} run(s): " + ", ".join(f"{n} {outcome}" for outcome, n in counts.items()))
     for outcome, run, why in outcomes:
-        print(f"  {outcome:<12} {run.label}" + (f"  {why}" if why else ""))
-    found = {outcome for outcome, _, _ in outcomes}
+        note = why or (final_values(run.run_dir) if outcome in ("done", "done already") else "")
+        print(f"  {outcome:<12} {run.label}" + (f"  {note}" if note else ""))
+    found = set(counts)
     if found & {"interrupted", "not started"}:  # runs are left unstarted only after a stop request
-        return EXIT_INTERRUPTED
-    if "failed" in found:
-        return EXIT_FAILED
-    return EXIT_BUSY if found & {"busy", "lease lost"} else EXIT_DONE
+        code = EXIT_INTERRUPTED
+    elif "failed" in found:
+        code = EXIT_FAILED
+    else:
+        code = EXIT_BUSY if found & {"busy", "lease lost"} else EXIT_DONE
+    if outcomes:
+        print(next_step(code, str(outcomes[0][1].cfg.results)))
+    return code
 
 
 def run_local(runs: list[PlannedRun]) -> int:

@@ -360,7 +360,7 @@ def test_a_launch_whose_runs_were_all_skipped_as_busy_exits_3_with_one_line_per_
         plant(run.run_dir, host="node-b", token=run.cfg.sampler.name)
     assert main(["run", *args]) == 3
     out = capsys.readouterr().out
-    summary = out[out.index("2 run(s):") :].splitlines()[1:]
+    summary = out[out.index("2 run(s):") :].splitlines()[1:3]
     assert [line.split()[:2] for line in summary] == [
         ["busy", "bfashion/smoke/edm/seed0"],
         ["busy", "bfashion/smoke/fm/seed0"],
