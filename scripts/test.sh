@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: install (idempotent) with the optional live loggers, lint and format check, bring up the
-# local SLURM cluster, run every test, and always take the cluster down. Extra arguments go to pytest (e.g. -m "not slurm").
+# local SLURM cluster, run every test, and always take the cluster down. Extra arguments go to pytest
+# (e.g. -m "not slurm").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
