@@ -194,6 +194,7 @@ class Watchers:
     def __init__(
         self, names: Iterable[str], run_dir: str | os.PathLike, label: str, config: dict[str, Any], nimg: int
     ) -> None:
+        """Open the loggers ``names`` of the run in ``run_dir`` that restored ``nimg`` examples."""
         names = list(names)
         check_watchers(names)
         self.run_dir = Path(run_dir)
@@ -203,7 +204,8 @@ class Watchers:
             from torch.utils.tensorboard import SummaryWriter
 
             check_write(self.run_dir / "tensorboard")
-            self.tensorboard = SummaryWriter(str(self.run_dir / "tensorboard"), purge_step=nimg or None)
+            # events of an earlier attempt past the restored point are dropped by TensorBoard's readers
+            self.tensorboard = SummaryWriter(str(self.run_dir / "tensorboard"), purge_step=nimg + 1)
         if "wandb" in names:
             import wandb
 
@@ -215,6 +217,7 @@ class Watchers:
                 resume="allow",
                 dir=str(self.run_dir),
                 config=config,
+                settings=wandb.Settings(console="off"),  # the run's output is in log.txt
             )
 
     def log(self, nimg: int, values: Mapping[str, float]) -> None:
