@@ -1,5 +1,5 @@
-"""Watching a run (``suite.watch``): the ETA across days, the evaluation lines and closing summary of a launch,
-``log.txt`` across a resume, TensorBoard event files read back with TensorBoard's own reader, the W&B
+"""Watching a run (``suite.watch``): the ETA across days, the evaluation lines and closing summary of a
+launch, ``log.txt`` across a resume, TensorBoard event files read back with TensorBoard's own reader, the W&B
 offline run continued under the same id after a requeue, the sample grid of every evaluation point and
 ``suite samples`` reproducing it from the snapshot, and ``suite status``'s ETA and last-metric columns.
 
