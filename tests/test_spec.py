@@ -69,3 +69,15 @@ def test_parts_are_seeded_and_the_meta_network_allocates_nothing():
     assert all(p.is_meta for p in meta.model.parameters())
     assert [p.shape for p in meta.model.parameters()] == [p.shape for p in a.model.parameters()]
     assert meta.sampler.name == "infonoise" and a.weight.describe() == meta.weight.describe()
+
+
+def test_an_unknown_logger_in_watch_is_named_with_the_valid_ones_and_watch_enters_no_hash():
+    with pytest.raises(SpecError) as err:
+        run_spec(compose_run("bfashion", "edm", "smoke", ["watch=[tensorboard,mlflow]"]))
+    assert err.value.problems == [
+        "watch=['tensorboard', 'mlflow']: 'mlflow' is not a logger; valid: tensorboard, wandb"
+    ]
+    plain = run_spec(compose_run("bfashion", "edm", "smoke"))
+    watched = run_spec(compose_run("bfashion", "edm", "smoke", ["watch=[tensorboard,wandb]"]))
+    assert (plain.watch, watched.watch) == ((), ("tensorboard", "wandb"))
+    assert (watched.config_hash, watched.comparison_hash) == (plain.config_hash, plain.comparison_hash)

@@ -12,6 +12,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from subprocesses import cli_command, cli_env
 from suite.lease import Lease
 from suite.records import read_jsonl
 from suite.status import collect
-from suite.watch import format_eta, wandb_run_id
+from suite.watch import check_watchers, format_eta, wandb_run_id
 
 BUDGET = [
     "budget.kimg=0.48",
@@ -169,4 +170,14 @@ def test_status_shows_a_running_runs_eta_and_every_runs_last_metric(watched):
         "done",
         "-",
         f"fd-rand-test {final['value']:.4g} @0.48",
+    )
+
+
+def test_a_logger_whose_package_is_missing_is_refused_saying_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "wandb", None)  # what `import wandb` meets where it is not installed
+    with pytest.raises(ValueError) as err:
+        check_watchers(["wandb"])
+    assert str(err.value) == (
+        "watch: wandb asked for, but its package is not installed (import of wandb halted; None in "
+        "sys.modules); install it with `pip install -r requirements-watch.txt` or drop wandb from watch"
     )
