@@ -68,7 +68,7 @@ TRACKED_PACKAGES = (
     "submitit",
 )
 # What a run writes in its folder: never read or written through a link.
-OWN_FILES = ("run.json", "config.yaml", "records.jsonl", "stats.jsonl", "sampler.jsonl", "log.txt")
+OWN_FILES = ("run.json", "config.yaml", "records.jsonl", "stats.jsonl", "sampler.jsonl")
 OWN_FOLDERS = ("checkpoints", "snapshots", "samples", "tensorboard", "wandb")
 
 
