@@ -19,10 +19,11 @@ import pytest
 from datagen import write_mnist_format
 from subprocesses import cli_command, cli_env
 
+from suite.config import compose_run
 from suite.lease import Lease
 from suite.records import read_jsonl
 from suite.status import collect
-from suite.watch import check_watchers, format_eta, wandb_run_id
+from suite.watch import check_watchers, format_eta, save_samples, wandb_run_id
 
 BUDGET = [
     "budget.kimg=0.48",
@@ -180,4 +181,24 @@ def test_a_logger_whose_package_is_missing_is_refused_saying_what_to_install(mon
     assert str(err.value) == (
         "watch: wandb asked for, but its package is not installed (import of wandb halted; None in "
         "sys.modules); install it with `pip install -r requirements-watch.txt` or drop wandb from watch"
+    )
+
+
+def test_decoded_sequences_are_saved_one_per_block_and_other_outputs_are_refused_naming_them(tmp_path):
+    import torch
+
+    from suite.task import TASKS
+
+    dna = TASKS.get("dna")(compose_run("dna", "edm", "smoke").task)
+    decoded = dna.decode(torch.randn(3, *dna.sample_shape, generator=torch.Generator().manual_seed(0)), None)
+    path = save_samples(tmp_path, 1280, decoded)
+    assert path == tmp_path / "samples-000000001280.txt"
+    blocks = re.split(r"^# sample \d+\n", path.read_text(), flags=re.M)
+    assert blocks[0] == "" and [block.rstrip("\n") for block in blocks[1:]] == decoded
+    assert set("".join(decoded)) <= set("ACGT") and len(decoded[0]) == dna.sample_shape[-1]
+    with pytest.raises(ValueError) as err:
+        save_samples(tmp_path, 1280, torch.zeros(2, 3))
+    assert str(err.value) == (
+        "cannot save decoded samples of type Tensor of shape (2, 3) and dtype torch.float32: a task's decode "
+        "must give uint8 images [N, C, H, W] or a list of strings"
     )
