@@ -63,6 +63,8 @@ import torch
 from torch import Tensor
 from tqdm import tqdm
 
+from suite.watch import progress_enabled
+
 BASES = "ACGT"
 UNKNOWN = 4
 SEQ_LEN = 1024
@@ -505,7 +507,9 @@ def md5_file(path: Path) -> str:
     size = path.stat().st_size
     with (
         open(path, "rb") as handle,
-        tqdm(total=size, unit="B", unit_scale=True, desc=f"md5 {path.name}") as bar,
+        tqdm(
+            total=size, unit="B", unit_scale=True, desc=f"md5 {path.name}", disable=not progress_enabled()
+        ) as bar,
     ):
         for block in iter(lambda: handle.read(1 << 22), b""):
             digest.update(block)
@@ -567,7 +571,13 @@ def download_archive(dest: Path, pin: ArchivePin | None) -> Path:
         def fetch(out: BinaryIO) -> None:
             with (
                 urllib.request.urlopen(DDSM_ARCHIVE_URL, timeout=60) as response,
-                tqdm(total=size, unit="B", unit_scale=True, desc="download data.tar.gz") as bar,
+                tqdm(
+                    total=size,
+                    unit="B",
+                    unit_scale=True,
+                    desc="download data.tar.gz",
+                    disable=not progress_enabled(),
+                ) as bar,
             ):
                 for block in iter(lambda: response.read(1 << 22), b""):
                     out.write(block)
@@ -588,7 +598,16 @@ def _copy_member(archive: Path, tar: tarfile.TarFile, member: tarfile.TarInfo, o
         raise ValueError(f"{archive}: member {member.name} has no data to extract")
     written = 0
     name = Path(member.name).name
-    with source, tqdm(total=member.size, unit="B", unit_scale=True, desc=f"extract {name}") as bar:
+    with (
+        source,
+        tqdm(
+            total=member.size,
+            unit="B",
+            unit_scale=True,
+            desc=f"extract {name}",
+            disable=not progress_enabled(),
+        ) as bar,
+    ):
         for block in iter(lambda: source.read(1 << 22), b""):
             out.write(block)
             written += len(block)

@@ -54,6 +54,8 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from suite.watch import progress_enabled
+
 FORTUNES_DIR = Path("/usr/share/games/fortunes")
 MINILM_TOKENIZER = "minilm"
 OPENWEBTEXT_HUB_NAME = "Skylion007/openwebtext"
@@ -317,7 +319,13 @@ def write_archive_documents(
     with (
         pa.OSFile(str(path), "wb") as sink,
         pa.ipc.new_stream(sink, schema) as writer,
-        tqdm(total=total, unit="B", unit_scale=True, desc="converting OpenWebText") as progress,
+        tqdm(
+            total=total,
+            unit="B",
+            unit_scale=True,
+            desc="converting OpenWebText",
+            disable=not progress_enabled(),
+        ) as progress,
     ):
         batch: list[str] = []
         chars = 0
