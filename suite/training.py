@@ -160,7 +160,10 @@ class Trainer:
                 append_jsonl(self.dir.records, rows)
                 for row in rows:
                     print(f"[{self.spec.label}] {evaluation_line(row)}", flush=True)
-                save_samples(self.dir.path / "samples", state.nimg, self.evaluator.preview)
+                try:
+                    save_samples(self.dir.path / "samples", state.nimg, self.evaluator.preview)
+                except ValueError as err:  # a plugin's decode output of another form: the run goes on
+                    print(f"warning: {err}; samples at kimg {state.nimg / 1000:g} not saved", flush=True)
                 if self.watchers is not None:
                     self.watchers.log(state.nimg, {f"eval/{row['metric']}": row["value"] for row in rows})
         if self._agree(abandoned):

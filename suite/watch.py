@@ -128,19 +128,28 @@ def run_log(run_dir: str | os.PathLike) -> Iterator[Path]:
 # -- samples -------------------------------------------------------------------------------------------
 
 
+def _is_image_batch(decoded: Any) -> bool:
+    import torch
+
+    return isinstance(decoded, torch.Tensor) and decoded.dtype == torch.uint8 and decoded.ndim == 4
+
+
 def samples_path(folder: str | os.PathLike, nimg: int, decoded: Any) -> Path:
-    """Where the samples of the evaluation point ``nimg`` go: ``.png`` for images, ``.txt`` for strings."""
-    suffix = "txt" if isinstance(decoded, list) else "png"
-    return Path(folder) / f"samples-{nimg:012d}.{suffix}"
+    """Where the samples of the evaluation point ``nimg`` go: ``.png`` for images, else ``.txt``."""
+    return Path(folder) / f"samples-{nimg:012d}.{'png' if _is_image_batch(decoded) else 'txt'}"
 
 
 def encode_samples(decoded: Any) -> bytes:
-    """A PNG grid of uint8 images [N, C, H, W] (C = 1 or 3), or the strings one per ``# sample k`` block."""
+    """A PNG grid of uint8 images [N, C, H, W] (C = 1 or 3); strings one per ``# sample k`` block; any other
+    tensor (points, say) one sample per line, its values flattened (``%.6g``)."""
     import torch
 
     if isinstance(decoded, list) and all(isinstance(s, str) for s in decoded):
         return "".join(f"# sample {k}\n{text}\n" for k, text in enumerate(decoded)).encode()
-    if isinstance(decoded, torch.Tensor) and decoded.dtype == torch.uint8 and decoded.ndim == 4:
+    if isinstance(decoded, torch.Tensor) and not _is_image_batch(decoded) and decoded.ndim >= 1:
+        rows = decoded.detach().cpu().double().reshape(len(decoded), -1).tolist()
+        return "".join(" ".join(f"{v:.6g}" for v in row) + "\n" for row in rows).encode()
+    if _is_image_batch(decoded):
         from PIL import Image
         from torchvision.utils import make_grid
 
@@ -152,7 +161,7 @@ def encode_samples(decoded: Any) -> bytes:
     shape = f" of shape {tuple(decoded.shape)} and dtype {decoded.dtype}" if hasattr(decoded, "shape") else ""
     raise ValueError(
         f"cannot save decoded samples of type {kind}{shape}: a task's decode must give uint8 images "
-        "[N, C, H, W] or a list of strings"
+        "[N, C, H, W], a list of strings or a tensor of samples"
     )
 
 

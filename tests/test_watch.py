@@ -184,7 +184,7 @@ def test_a_logger_whose_package_is_missing_is_refused_saying_what_to_install(mon
     )
 
 
-def test_decoded_sequences_are_saved_one_per_block_and_other_outputs_are_refused_naming_them(tmp_path):
+def test_decoded_sequences_and_points_are_saved_as_text_and_other_outputs_are_refused_naming_them(tmp_path):
     import torch
 
     from suite.task import TASKS
@@ -196,9 +196,11 @@ def test_decoded_sequences_are_saved_one_per_block_and_other_outputs_are_refused
     blocks = re.split(r"^# sample \d+\n", path.read_text(), flags=re.M)
     assert blocks[0] == "" and [block.rstrip("\n") for block in blocks[1:]] == decoded
     assert set("".join(decoded)) <= set("ACGT") and len(decoded[0]) == dna.sample_shape[-1]
+    points = save_samples(tmp_path, 64, torch.tensor([[0.5, -1.25], [3.0, 1e-7]]))
+    assert points.read_text() == "0.5 -1.25\n3 1e-07\n"
     with pytest.raises(ValueError) as err:
-        save_samples(tmp_path, 1280, torch.zeros(2, 3))
+        save_samples(tmp_path, 64, {"x": 1})
     assert str(err.value) == (
-        "cannot save decoded samples of type Tensor of shape (2, 3) and dtype torch.float32: a task's decode "
-        "must give uint8 images [N, C, H, W] or a list of strings"
+        "cannot save decoded samples of type dict: a task's decode must give uint8 images [N, C, H, W], a "
+        "list of strings or a tensor of samples"
     )
