@@ -146,7 +146,7 @@ class Trainer:
         written before it, and the re-run evaluates the point again."""
         abandoned = False
         if self.ctx.is_main and self.evaluator is not None:
-            state = self.state
+            state, spec = self.state, self.spec
             importance = bool(state.sampler.hyperparameters().get("importance_correction", False))
             try:
                 rows = self.evaluator.evaluate(
@@ -158,8 +158,9 @@ class Trainer:
                 digest = rows[0]["config_hash"]
                 save_snapshot(self.dir.snapshots, state.nimg, state.ema, state.sampler, digest)
                 append_jsonl(self.dir.records, rows)
+                prefix = f"[{spec.task}/{spec.sampler.label}/seed{spec.seed}]"
                 for row in rows:
-                    print(f"[{self.spec.label}] {evaluation_line(row)}", flush=True)
+                    print(f"{prefix} {evaluation_line(row)}", flush=True)
                 try:
                     save_samples(self.dir.path / "samples", state.nimg, self.evaluator.preview)
                 except ValueError as err:  # a plugin's decode output of another form: the run goes on
