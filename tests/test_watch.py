@@ -204,3 +204,15 @@ def test_decoded_sequences_and_points_are_saved_as_text_and_other_outputs_are_re
         "cannot save decoded samples of type dict: a task's decode must give uint8 images [N, C, H, W], a "
         "list of strings or a tensor of samples"
     )
+
+
+def test_progress_bars_are_drawn_only_where_asked_or_watched_at_a_terminal_outside_slurm(monkeypatch, capsys):
+    from suite.watch import progress
+
+    monkeypatch.setenv("SUITE_PROGRESS", "1")
+    assert list(progress(range(3), total=3, desc="generating", unit="batch")) == [0, 1, 2]
+    assert "generating:   0%|          | 0/3 [" in capsys.readouterr().err  # tqdm's bar, on stderr
+    monkeypatch.delenv("SUITE_PROGRESS")
+    monkeypatch.setenv("SLURM_JOB_ID", "12")
+    assert list(progress(range(3), total=3, desc="generating")) == [0, 1, 2]
+    assert capsys.readouterr().err == ""  # a SLURM job's log gets no bar (nor does any non-terminal)
