@@ -121,6 +121,17 @@ class DnaTask(Task):
         )
         return (train_w, np.arange(n_train), reference_w, np.arange(n_reference), variant, True, source)
 
+    def data_problems(self) -> list[str]:
+        """The prepared folder and its four files (``suite data dna``), or the stand-in permission."""
+        root = self._root()
+        if root is None:
+            detail = "no prepared promoter data configured (and budget.allow_stand_in is false)"
+            return [] if self.allow_stand_in else [str(dna.missing_data_error("null", detail))]
+        if not root.is_dir():
+            return [str(dna.missing_data_error(root, f"{root} does not exist"))]
+        absent = [name for name in dna.PREPARED_FILES if not (root / name).is_file()]
+        return [str(dna.missing_data_error(root, f"{root} lacks {', '.join(absent)}"))] if absent else []
+
     def load(self) -> TaskData:
         train_w, train, reference_w, reference, variant, stand_in, source = self._windows()
         if len(train) == 0 or len(reference) == 0:
