@@ -3,7 +3,8 @@
 Each cause a launch would meet is refused before anything runs, with its exact one-line message: a missing
 CIFAR-10 folder, a corrupted or truncated IDX file (named once), an unwritable results folder, an adaptive
 sampler's warm-up as long as the run, a SLURM profile whose jobs and requeues cover less than the planned
-hours, and an override that contradicts its flag. The data are the tasks' example files in their real
+hours, an override that contradicts its flag, and an unprepared DNA folder (one cause) or its missing Sei
+files (each once). The data are the tasks' example files in their real
 formats; the exit codes are 0, 1 (an unexpected error, one line, its traceback with ``--debug``) and 2.
 """
 
@@ -231,3 +232,26 @@ def test_an_unexpected_error_is_one_line_with_exit_1_and_its_traceback_only_with
     code, _, err = launch(capsys, "--debug", "samplers", "--plot", str(target))
     assert code == 1 and "Traceback (most recent call last)" in err
     assert err.splitlines()[-1] == f"error: IsADirectoryError: [Errno 21] Is a directory: '{target}'"
+
+
+def test_an_unprepared_dna_folder_is_one_cause_and_each_missing_sei_file_is_named_once(tmp_path, capsys):
+    root = tmp_path / "dna"
+    root.mkdir()
+    args = ["run", "--task", "dna", "--sampler", "edm", "--budget", "short", "--results", str(tmp_path / "r")]
+    args += ["--dry-run", f"task.root={root}"]
+    code, _, err = launch(capsys, *args)
+    assert code == 2
+    assert len(err.splitlines()) == 1
+    assert err.startswith(
+        f"error: task dna: task.root={root}: {root} lacks promoters.json, sequences.npy, signal.npy, "
+        "windows.npz."
+    )
+    for name in ("promoters.json", "sequences.npy", "signal.npy", "windows.npz"):
+        (root / name).write_bytes(b"")
+    code, _, err = launch(capsys, *args)
+    assert code == 2
+    lines = err.splitlines()
+    assert [line.split(" not found.")[0] for line in lines] == [
+        f"error: task dna: Sei file {root}/best.sei.model.pth.tar",  # read by sei-fid and sp-mse: said once
+        f"error: task dna: Sei file {root}/target.sei.names",
+    ]
