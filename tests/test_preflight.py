@@ -4,8 +4,8 @@ Each cause a launch would meet is refused before anything runs, with its exact o
 CIFAR-10 folder, a corrupted or truncated IDX file (named once), an unwritable results folder, an adaptive
 sampler's warm-up as long as the run, a SLURM profile whose jobs and requeues cover less than the planned
 hours, an override that contradicts its flag, and an unprepared DNA folder (one cause) or its missing Sei
-files (each once). The data are the tasks' example files in their real
-formats; the exit codes are 0, 1 (an unexpected error, one line, its traceback with ``--debug``) and 2.
+files (each once). The data are the tasks' example files in their real formats; the exit codes are 0,
+1 (an unexpected error, one line, its traceback with ``--debug``) and 2.
 """
 
 from __future__ import annotations
