@@ -303,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     parser.epilog = f"{parser.epilog}\n\n{EXIT_CODES}" if parser.epilog else EXIT_CODES
     args = parser.parse_args([arg for arg in argv if arg != "--debug"])
-    from suite.stopping import stop_requests  # no torch: the handlers are in place before the heavy imports
+    from suite.stopping import Interrupted, stop_requests  # no torch: handlers in place before heavy imports
 
     try:
         with stop_requests() if _trains_here(args) else contextlib.nullcontext():
@@ -312,6 +312,9 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             traceback.print_exc()
         print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Interrupted as stop:  # a stop request met outside a run's own handling
+        print(stop, file=sys.stderr)
         return EXIT_INTERRUPTED
     except USAGE_ERRORS as err:
         if debug:
