@@ -9,7 +9,8 @@ line, in a :class:`PreflightError`; nothing runs while one is found:
 * each task config's data are present and readable, from file names and headers without loading them
   (``Task.data_problems``: IDX magic and dimensions and a gzip stream read to its end, CIFAR-10 batch
   names, the prepared DNA and OpenWebText folders, tokenizers and text models);
-* a metric's file options (``weights_path``, ``checkpoint``, ``target_names``), where set, name files;
+* a metric's file options (``weights_path``, ``checkpoint``, ``target_names``), where set, name files, and
+  a FID with the standard Inception-v3 finds its weights where the metric looks for them;
 * an adaptive sampler's warm-up is shorter than the run (``budget.kimg`` / ``budget.batch`` training
   steps): otherwise it never rebuilds its density and trains as its base sampler throughout;
 * with ``--launcher slurm``: a job's time limit × (1 + ``max_requeues``) covers the run's planned hours,
@@ -104,6 +105,32 @@ def file_option_problems(spec: RunSpec) -> list[str]:
     return problems
 
 
+def inception_problem(spec: RunSpec) -> str | None:
+    """A FID with the standard Inception-v3 and no ``weights_path``, where none of the places that
+    ``suite.metrics.inception.resolve_inception_weights`` looks in holds the weights, or None."""
+    from suite.metrics import inception
+    from suite.metrics.fid import INCEPTION_EXTRACTOR
+
+    metrics = to_dict(spec.task_cfg.get("metrics")) or {}
+    fid = metrics.get("fid") or {}
+    if "fid" not in metrics or fid.get("weights_path") is not None:
+        return None
+    if fid.get("feature_extractor", INCEPTION_EXTRACTOR) != INCEPTION_EXTRACTOR:
+        return None
+    converted = inception.suite_cache_dir() / inception.CONVERTED_WEIGHTS_NAME
+    if (
+        inception.hub_weights_path().is_file()
+        or converted.is_file()
+        or inception.find_fid_helper_torchscript()
+    ):
+        return None
+    try:
+        inception.resolve_inception_weights()
+    except FileNotFoundError as err:
+        return f"task {spec.task}: metric fid: {err}"
+    return None
+
+
 def training_steps(spec: RunSpec) -> int:
     """Optimiser steps of a run: ``budget.kimg`` thousand examples in global batches of ``budget.batch``."""
     return math.ceil(spec.budget.total_nimg / spec.budget.batch)
@@ -170,6 +197,8 @@ def preflight(runs: Sequence[PlannedRun], args: argparse.Namespace) -> None:
             for problem in build_task(spec).data_problems():
                 problems.setdefault(f"task {spec.task}: {problem}")
             for problem in file_option_problems(spec):
+                problems.setdefault(problem)
+            if problem := inception_problem(spec):
                 problems.setdefault(problem)
         if problem := warmup_problem(spec):
             problems.setdefault(problem)
