@@ -1,11 +1,11 @@
 """The preflight of ``suite run`` (``suite/preflight.py``) and the command line's exit codes.
 
 Each cause a launch would meet is refused before anything runs, with its exact one-line message: a missing
-CIFAR-10 folder, a corrupted or truncated IDX file (named once), an unwritable results folder, an adaptive
-sampler's warm-up as long as the run, a SLURM profile whose jobs and requeues cover less than the planned
-hours, an override that contradicts its flag, and an unprepared DNA folder (one cause) or its missing Sei
-files (each once). The data are the tasks' example files in their real formats; the exit codes are 0,
-1 (an unexpected error, one line, its traceback with ``--debug``) and 2.
+CIFAR-10 folder, a truncated CIFAR-10 batch or tarball, a corrupted or truncated IDX file (named once), an
+unwritable results folder, an adaptive sampler's warm-up as long as the run, a SLURM profile whose jobs and
+requeues cover less than the planned hours, an override that contradicts its flag, and an unprepared DNA
+folder (one cause) or its missing Sei files (each once). The data are the tasks' example files in their real
+formats; the exit codes are 0, 1 (an unexpected error, one line, its traceback with ``--debug``) and 2.
 """
 
 from __future__ import annotations
@@ -79,6 +79,26 @@ def test_cifar10_absent_from_every_default_place_is_refused_without_the_stand_in
         f"error: task cifar10: CIFAR-10 not found (no task.root; nothing in {tmp_path}/cache/"
         "cifar-10-batches-py)."
     )
+
+
+@pytest.mark.parametrize("layout", ["folder", "tarball"])
+def test_a_truncated_cifar10_source_is_refused_in_one_line_naming_the_file(tmp_path, capsys, layout):
+    import numpy as np
+
+    from infonoise_modalities.image.formats import write_cifar10
+
+    rng = np.random.default_rng(0)
+    images, labels = rng.integers(0, 256, (50, 3, 32, 32), dtype=np.uint8), rng.integers(0, 10, 50)
+    source = write_cifar10(
+        tmp_path / ("cifar" if layout == "folder" else "c.tar.gz"), images, labels, layout == "tarball"
+    )
+    damaged = source / "data_batch_3" if layout == "folder" else source
+    damaged.write_bytes(damaged.read_bytes()[: damaged.stat().st_size // 2])
+    args = ["run", "--task", "cifar10", "--sampler", "edm", "--results", str(tmp_path / "r"), "--dry-run"]
+    code, _, err = launch(capsys, *args, f"task.root={source}")
+    assert code == 2 and len(err.splitlines()) == 1 and err.count(str(damaged)) == 1
+    what = "is not a whole CIFAR python batch" if layout == "folder" else "is not a readable gzipped tarball"
+    assert err.startswith(f"error: task cifar10: {damaged} {what} (truncated or corrupt?)")
 
 
 def corrupt_middle(path: Path) -> None:

@@ -178,7 +178,8 @@ def cifar10_problem(source: str | os.PathLike) -> str | None:
     """Why the CIFAR-10 python source ``source`` (a tarball or an extracted folder) cannot be read, or None,
     from its names and headers alone: a tarball's member list must hold the five training batches (listing
     a gzipped tarball streams it to its end, which checks its CRC), and each batch file of a folder must
-    start with a pickle's protocol marker. The batches themselves are parsed only when the run loads them."""
+    start with a pickle's protocol marker and end with its STOP opcode (a truncated file does not). The
+    batches themselves are parsed only when the run loads them."""
     source = Path(source)
     if source.is_dir():
         for name in CIFAR_TRAIN_BATCHES:
@@ -186,8 +187,10 @@ def cifar10_problem(source: str | os.PathLike) -> str | None:
             if not path.is_file():
                 return f"{path} is missing; a CIFAR-10 python folder holds {', '.join(CIFAR_TRAIN_BATCHES)}"
             with open(path, "rb") as handle:
-                if handle.read(1) != b"\x80":
-                    return f"{path} is not a CIFAR python batch (it does not start as a pickle does)"
+                first = handle.read(1)
+                handle.seek(max(path.stat().st_size - 1, 0))
+                if first != b"\x80" or handle.read(1) != b".":
+                    return f"{path} is not a whole CIFAR python batch (truncated or corrupt?)"
         return None
     try:
         with tarfile.open(source, "r:*") as tar:
