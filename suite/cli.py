@@ -26,16 +26,12 @@ def _run(args: argparse.Namespace) -> int:
     chosen, args.overrides = group_flags(
         {"task": args.task, "sampler": args.sampler, "budget": args.budget}, args.overrides
     )
-    if chosen["task"] is None:
+    args.task, args.sampler, args.budget = chosen["task"], chosen["sampler"], chosen["budget"]
+    if args.task is None:
         raise ValueError("suite run needs --task TASK (suite list names them) or --study FILE")
     seeds = 1 if args.seeds is None else args.seeds
     runs = plan_runs(
-        chosen["task"],
-        chosen["sampler"] or "all",
-        chosen["budget"] or "smoke",
-        seeds,
-        args.results,
-        args.overrides,
+        args.task, args.sampler or "all", args.budget or "smoke", seeds, args.results, args.overrides
     )
     check_runs(runs)  # every sampler, weight, task and network built, every invalid value reported at once
     check_pack_size(args.runs_per_gpu)
