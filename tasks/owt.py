@@ -219,13 +219,13 @@ class OpenWebText(Task):
                 "save_pretrained on a machine with internet and pass task.tokenizer=<that folder>, set "
                 "task.download=true, or budget.allow_stand_in=true for the MiniLM stand-in"
             )
+        models = set()  # MAUVE and generative perplexity read the same GPT-2 by default: one line for it
         for name, options in (self.cfg.get("metrics") or {}).items():
             opts = dict(options or {})
-            model = str(opts.get("featurizer", opts.get("model", PAPER_FEATURIZER)))
-            needed = name in ("mauve", "gen-ppl") and not opts.get("download", False)
-            if needed and not model_available(model):
-                error = missing_model_error(model, FileNotFoundError("not a folder nor in the local cache"))
-                problems.append(f"metric {name}: {error}")
+            if name in ("mauve", "gen-ppl") and not opts.get("download", False):
+                models.add(str(opts.get("featurizer", opts.get("model", PAPER_FEATURIZER))))
+        absent = FileNotFoundError("not a folder nor in the local cache")
+        problems += [str(missing_model_error(m, absent)) for m in sorted(models) if not model_available(m)]
         return problems
 
     def _tokenizer_for(self) -> tuple[Any, bool]:
