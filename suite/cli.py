@@ -12,16 +12,22 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import traceback
 from collections.abc import Callable
 
 
 def _run(args: argparse.Namespace) -> int:
+    from suite.preflight import group_flags, preflight
     from suite.runner import check_pack_size, check_runs, describe, plan_runs, run_local, run_packed
 
     if args.study:
         from suite.study import run_study
 
         return run_study(args)
+    chosen, args.overrides = group_flags(
+        {"task": args.task, "sampler": args.sampler, "budget": args.budget}, args.overrides
+    )
+    args.task, args.sampler, args.budget = chosen["task"], chosen["sampler"], chosen["budget"]
     if args.task is None:
         raise ValueError("suite run needs --task TASK (suite list names them) or --study FILE")
     seeds = 1 if args.seeds is None else args.seeds
@@ -30,6 +36,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     check_runs(runs)  # every sampler, weight, task and network built, every invalid value reported at once
     check_pack_size(args.runs_per_gpu)
+    preflight(runs, args)  # data, results folder, weights, warm-up, SLURM hours: one line per cause
     if args.dry_run:
         from omegaconf import OmegaConf
 
@@ -39,6 +46,10 @@ def _run(args: argparse.Namespace) -> int:
             print(f"# {run.label}  ->  {run.run_dir}\n{OmegaConf.to_yaml(run.cfg)}")
         print(describe(runs))
         print(describe_cost(planned_cost(runs[0].spec), len(runs)))
+        if args.launcher == "slurm":
+            from suite.slurm import describe_arrays
+
+            print(describe_arrays(runs, args))
         return 0
     if args.launcher == "slurm":
         from suite.slurm import submit
@@ -277,16 +288,54 @@ def _trains_here(args: argparse.Namespace) -> bool:
     return args.command == "run" and args.launcher == "local" and not args.dry_run
 
 
+EXIT_CODES = (
+    "exit status: 0 done (every run done), 1 a run failed (or the command did: an unexpected error), "
+    "2 a usage or config error (one `error:` line per cause), 3 a run left to the process that holds its "
+    "lease, 130 interrupted (SIGINT, SIGTERM or SIGUSR2; re-run the command to resume). --debug, anywhere "
+    "on the command line, adds the traceback of an error."
+)
+EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+USAGE_ERRORS = (ValueError, FileNotFoundError, KeyError)  # what a command raises for a bad value or path
+
+
+def _error_lines(err: BaseException) -> list[str]:
+    """The ``error:`` lines of a usage or config error: one per cause (``problems``), else its message."""
+    return list(getattr(err, "problems", None) or [str(err)])
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    from suite.stopping import stop_requests  # no torch: the handlers are in place before the heavy imports
+    argv = sys.argv[1:] if argv is None else list(argv)
+    debug = "--debug" in argv
+    parser = build_parser()
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    parser.epilog = f"{parser.epilog}\n\n{EXIT_CODES}" if parser.epilog else EXIT_CODES
+    args = parser.parse_args([arg for arg in argv if arg != "--debug"])
+    from suite.stopping import Interrupted, stop_requests  # no torch: handlers in place before heavy imports
 
     try:
         with stop_requests() if _trains_here(args) else contextlib.nullcontext():
             return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, KeyError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:  # Ctrl-C where no stop handler is installed (suite run's turn it into a stop)
+        if debug:
+            traceback.print_exc()
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Interrupted as stop:  # a stop request met outside a run's own handling
+        print(stop, file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except USAGE_ERRORS as err:
+        if debug:
+            traceback.print_exc()
+        for line in _error_lines(err):
+            print(f"error: {line}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as err:
+        if debug:
+            traceback.print_exc()
+        first = (str(err).strip().splitlines() or [""])[0]
+        hint = "" if debug else "; add --debug for the traceback"
+        print(f"error: {type(err).__name__}: {first}{hint}", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

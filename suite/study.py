@@ -20,9 +20,10 @@ On the command line a study may only be told where things sit (``STUDY_COMMAND_L
 data root, whether to download); these enter no hash, so ``suite table --study`` finds the same runs without
 them. Everything that changes a run's numbers belongs in the study file.
 
-``suite run --study FILE --dry-run`` checks every run (``suite.runner.check_runs``) and prints the grid (one
-line per run and its status), the planned cost per task row and in total (``suite.cost.planned_cost`` of one
-run per comparison, times its runs), and with ``--launcher slurm`` the job arrays (``suite.slurm``).
+``suite run --study FILE --dry-run`` checks every run (``suite.runner.check_runs``) and what the runs need
+(``suite.preflight``), and prints the grid (one line per run and its status), the planned cost per task row
+and in total (``suite.cost.planned_cost`` of one run per comparison, times its runs), and with ``--launcher
+slurm`` the job arrays (``suite.slurm``).
 ``suite table --study FILE`` keeps only the records of the grid's run folders and lists the grid's runs that
 have no finished record as missing.
 """
@@ -41,6 +42,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
 
 from suite.config import group_options
+from suite.preflight import preflight
 from suite.runner import (
     PlannedRun,
     check_runs,
@@ -298,6 +300,7 @@ def run_study(args: argparse.Namespace) -> int:
     rows = plan_study(study, args.results, args.overrides)
     runs = grid_runs(rows)
     check_runs(runs)
+    preflight(runs, args)
     if args.dry_run:
         print(describe_study(study))
         print(describe(runs))

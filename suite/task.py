@@ -179,6 +179,12 @@ class Task(ABC):
         overrides under which ``load`` reads them (the contract test trains on them, and ``--dry-run``'s
         cost estimate builds its example batch from them)."""
 
+    def data_problems(self) -> list[str]:
+        """Why ``load`` would fail here, one line per cause, found from file names and headers without
+        loading the data (``suite run`` asks before any run starts, ``--dry-run`` included). A task that
+        does not implement it returns none, and is checked when it loads."""
+        return []
+
     @classmethod
     def prepare(cls, source: str | None, dest: str) -> None:
         """``suite data <task> [SOURCE] DEST``: download or convert the real data into ``dest``."""

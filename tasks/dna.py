@@ -32,6 +32,7 @@ from torch import Tensor, nn
 from infonoise_modalities.dna import data as dna
 from infonoise_modalities.dna.network import SeqNet
 from suite.metrics import METRICS, Metric
+from suite.metrics.sei import SEI_CHECKPOINT, SEI_TARGET_NAMES, missing_sei_error
 from suite.task import TASKS, Batch, Cond, Split, Task, TaskData, content_fingerprint
 
 ENCODING = "one-hot A,C,G,T as [4, L] (N = 0.25 in each), decoded by argmax"
@@ -120,6 +121,30 @@ class DnaTask(Task):
             f"DNA (kaptive-example; held-out assembly {reference_w.chrom_names[0]}), synthetic CAGE track"
         )
         return (train_w, np.arange(n_train), reference_w, np.arange(n_reference), variant, True, source)
+
+    def data_problems(self) -> list[str]:
+        """The prepared folder and its four files (``suite data dna``), or the stand-in permission; then the
+        Sei files that the signal metrics read from it unless their options name them."""
+        root = self._root()
+        if root is None:
+            detail = "no prepared promoter data configured (and budget.allow_stand_in is false)"
+            return [] if self.allow_stand_in else [str(dna.missing_data_error("null", detail))]
+        if not root.is_dir():
+            return [str(dna.missing_data_error(root, f"{root} does not exist"))]
+        absent = [name for name in dna.PREPARED_FILES if not (root / name).is_file()]
+        if absent:  # not prepared: one cause, whatever else the folder lacks
+            return [str(dna.missing_data_error(root, f"{root} lacks {', '.join(absent)}"))]
+        if self._offline_metrics():
+            return []
+        problems: dict[str, None] = {}  # the two metrics read the same checkpoint: one line for it
+        needs = {"sei-fid": ("checkpoint",), "sp-mse": ("checkpoint", "target_names")}
+        defaults = {"checkpoint": SEI_CHECKPOINT, "target_names": SEI_TARGET_NAMES}
+        for name, options in (self.cfg.get("metrics") or {}).items():
+            for key in needs.get(name, ()):
+                default = defaults[key]
+                if dict(options or {}).get(key) is None and not (root / default).is_file():
+                    problems[str(missing_sei_error(root / default, default))] = None
+        return list(problems)
 
     def load(self) -> TaskData:
         train_w, train, reference_w, reference, variant, stand_in, source = self._windows()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infonoise_modalities.image.idx import write_example_mnist
+from infonoise_modalities.image.idx import find_idx_pair, idx_problem, write_example_mnist
 from infonoise_modalities.image.mnist_sources import (
     idx_folders,
     load_mnist_format,
@@ -23,6 +23,28 @@ from suite.task import TASKS
 
 DEBIAN_FOLDER = "/usr/share/datasets/fashion-mnist"
 FILES = "train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz]"
+
+
+def not_found_error() -> FileNotFoundError:
+    """The error when Fashion-MNIST is in none of its places and no download is asked for."""
+    return FileNotFoundError(
+        f"Fashion-MNIST training files ({FILES}) not found in {DEBIAN_FOLDER}. Fix: `apt-get install "
+        f"dataset-fashion-mnist` (installs them into {DEBIAN_FOLDER}), or copy the two files from "
+        "https://github.com/zalandoresearch/fashion-mnist into a folder and pass task.root=<folder>, "
+        "or set task.download=true on a machine with internet."
+    )
+
+
+def fashion_mnist_problems(root: str | None, download: bool) -> list[str]:
+    """Why :func:`load_fashion_mnist` would fail, from the IDX files' headers (``Task.data_problems``)."""
+    folders = idx_folders(root, "FashionMNIST") if root is not None else [Path(DEBIAN_FOLDER)]
+    for folder in folders:
+        pair = find_idx_pair(folder)
+        if pair is not None:
+            return [problem for problem in map(idx_problem, pair) if problem]
+    if root is not None:
+        return [str(missing_root_error(root, FILES, "FashionMNIST"))]
+    return [] if download else [str(not_found_error())]
 
 
 def load_fashion_mnist(root: str | None, download: bool) -> Images:
@@ -41,12 +63,7 @@ def load_fashion_mnist(root: str | None, download: bool) -> Images:
         )
         found = load_mnist_format([Path(DEBIAN_FOLDER)], fetch)
     if found is None:
-        raise FileNotFoundError(
-            f"Fashion-MNIST training files ({FILES}) not found in {DEBIAN_FOLDER}. Fix: `apt-get install "
-            f"dataset-fashion-mnist` (installs them into {DEBIAN_FOLDER}), or copy the two files from "
-            "https://github.com/zalandoresearch/fashion-mnist into a folder and pass task.root=<folder>, "
-            "or set task.download=true on a machine with internet."
-        )
+        raise not_found_error()
     images, labels, folder = found
     variant = f"Fashion-MNIST train ({len(images)} images)"
     return Images(images, labels, variant, stand_in=False, source=f"IDX files in {folder}")
@@ -58,6 +75,9 @@ class FashionMNIST(ImageTask):
 
     def load_images(self) -> Images:
         return load_fashion_mnist(self.cfg.get("root"), bool(self.cfg.get("download")))
+
+    def data_problems(self) -> list[str]:
+        return fashion_mnist_problems(self.cfg.get("root"), bool(self.cfg.get("download")))
 
     @classmethod
     def example_data(cls, folder: Path, n: int) -> dict[str, Any]:

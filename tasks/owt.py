@@ -200,6 +200,34 @@ class OpenWebText(Task):
         loaded = openwebtext_corpus(root, int(validation or 100_000))
         return loaded, loaded.num_documents != OPENWEBTEXT_DOCUMENTS
 
+    def data_problems(self) -> list[str]:
+        """OpenWebText's folder, the tokenizer and the metrics' text models, each where no stand-in may
+        take its place (without the stand-in permission)."""
+        problems = []
+        corpus, root = str(self.cfg.get("corpus", "openwebtext")), self.cfg.get("root")
+        if corpus == "openwebtext" and root and not Path(str(root)).expanduser().is_dir():
+            problems.append(str(missing_openwebtext(str(root), "no such folder")))
+        if self.allow_stand_in:
+            return problems
+        if corpus == "openwebtext" and not root:
+            problems.append(str(missing_openwebtext(None, "task.root is not set")))
+        spec = str(self.cfg.get("tokenizer", REAL_TOKENIZER))
+        local = Path(spec).expanduser().is_dir() or model_available(spec)
+        if spec != MINILM_TOKENIZER and not self.cfg.get("download") and not local:
+            problems.append(
+                f"tokenizer {spec!r} is neither a folder nor in the local Hugging Face cache; save it with "
+                "save_pretrained on a machine with internet and pass task.tokenizer=<that folder>, set "
+                "task.download=true, or budget.allow_stand_in=true for the MiniLM stand-in"
+            )
+        models = set()  # MAUVE and generative perplexity read the same GPT-2 by default: one line for it
+        for name, options in (self.cfg.get("metrics") or {}).items():
+            opts = dict(options or {})
+            if name in ("mauve", "gen-ppl") and not opts.get("download", False):
+                models.add(str(opts.get("featurizer", opts.get("model", PAPER_FEATURIZER))))
+        absent = FileNotFoundError("not a folder nor in the local cache")
+        problems += [str(missing_model_error(m, absent)) for m in sorted(models) if not model_available(m)]
+        return problems
+
     def _tokenizer_for(self) -> tuple[Any, bool]:
         spec = str(self.cfg.get("tokenizer", REAL_TOKENIZER))
         try:

@@ -174,6 +174,35 @@ def find_cifar10(root: str | os.PathLike) -> Path:
     )
 
 
+def cifar10_problem(source: str | os.PathLike) -> str | None:
+    """Why the CIFAR-10 python source ``source`` (a tarball or an extracted folder) cannot be read, or None,
+    from its names and headers alone: a tarball's member list must hold the five training batches (listing
+    a gzipped tarball streams it to its end, which checks its CRC), and each batch file of a folder must
+    start with a pickle's protocol marker and end with its STOP opcode (a truncated file does not). The
+    batches themselves are parsed only when the run loads them."""
+    source = Path(source)
+    if source.is_dir():
+        for name in CIFAR_TRAIN_BATCHES:
+            path = source / name
+            if not path.is_file():
+                return f"{path} is missing; a CIFAR-10 python folder holds {', '.join(CIFAR_TRAIN_BATCHES)}"
+            with open(path, "rb") as handle:
+                first = handle.read(1)
+                handle.seek(max(path.stat().st_size - 1, 0))
+                if first != b"\x80" or handle.read(1) != b".":
+                    return f"{path} is not a whole CIFAR python batch (truncated or corrupt?)"
+        return None
+    try:
+        with tarfile.open(source, "r:*") as tar:
+            names = set(tar.getnames())
+    except (tarfile.TarError, EOFError, OSError) as err:
+        return f"{source} is not a readable gzipped tarball (truncated or corrupt?): {err}"
+    absent = [name for name in CIFAR_TRAIN_BATCHES if f"{CIFAR_FOLDER}/{name}" not in names]
+    if absent:
+        return f"{source} has no member {CIFAR_FOLDER}/{absent[0]}; is it the CIFAR-10 python tarball?"
+    return None
+
+
 def read_cifar10(source: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     """CIFAR-10 training images (uint8 [N, 3, 32, 32]) and labels from a tarball or extracted folder."""
     source = Path(source)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import os
 import struct
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,8 +24,11 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
     """The array stored in an IDX file (plain or ``.gz``) of unsigned bytes."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as handle:
-        raw = handle.read()
+    try:
+        with opener(path, "rb") as handle:
+            raw = handle.read()
+    except (EOFError, zlib.error, OSError) as err:  # gzip.BadGzipFile is an OSError
+        raise ValueError(f"{path} is not a readable gzip file (truncated or corrupt?): {err}") from None
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0:
         raise ValueError(f"{path} is not an IDX file (bad magic number)")
     dtype_code, ndim = raw[2], raw[3]
@@ -35,6 +39,33 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
     if data.size != int(np.prod(shape)):
         raise ValueError(f"{path}: header says {shape} but holds {data.size} bytes")
     return data.reshape(shape).copy()  # frombuffer views are read-only
+
+
+def idx_problem(path: str | os.PathLike, chunk: int = 1 << 20) -> str | None:
+    """Why an IDX file (plain or ``.gz``) cannot be read, or None: its magic number and dimensions are read
+    from the header, and the data are streamed (a gzip stream to its end, which checks its CRC) and counted
+    against the size the header states, without holding them in memory."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as handle:
+            head = handle.read(4)
+            if len(head) < 4 or head[0] != 0 or head[1] != 0:
+                return f"{path} is not an IDX file (bad magic number)"
+            if head[2] != IDX_UBYTE:
+                return f"{path}: IDX type code {head[2]:#x} is not unsigned byte (0x08)"
+            dims = handle.read(4 * head[3])
+            if len(dims) < 4 * head[3]:
+                return f"{path}: its IDX header is cut short"
+            shape = struct.unpack(f">{head[3]}I", dims)
+            size = 0
+            while block := handle.read(chunk):
+                size += len(block)
+    except (OSError, EOFError, zlib.error) as err:  # gzip.BadGzipFile is an OSError
+        return f"{path} is not a readable gzip file (truncated or corrupt?): {err}"
+    if size != int(np.prod(shape)):
+        return f"{path}: its IDX header says {shape} ({int(np.prod(shape))} bytes) but it holds {size} bytes"
+    return None
 
 
 def write_idx(path: str | os.PathLike, array: np.ndarray) -> None:

@@ -1,0 +1,209 @@
+"""The preflight: what a launch needs, checked before any run starts (``suite run``, ``--dry-run`` included).
+
+After the planned runs' values are checked (``suite.runner.check_runs``), :func:`preflight` looks at what the
+runs that are not done will need from this machine and the cluster, and reports each cause once, on one
+line, in a :class:`PreflightError`; nothing runs while one is found:
+
+* the results folder is writable: a temporary file is created and removed in it, or in its nearest existing
+  parent when it does not exist yet (nothing else is created);
+* each task config's data are present and readable, from file names and headers without loading them
+  (``Task.data_problems``: IDX magic and dimensions and a gzip stream read to its end, CIFAR-10 batch
+  names, the prepared DNA and OpenWebText folders, tokenizers and text models);
+* a metric's file options (``weights_path``, ``checkpoint``, ``target_names``), where set, name files, and
+  a FID with the standard Inception-v3 finds its weights where the metric looks for them;
+* an adaptive sampler's warm-up is shorter than the run (``budget.kimg`` / ``budget.batch`` training
+  steps): otherwise it never rebuilds its density and trains as its base sampler throughout;
+* with ``--launcher slurm``: a job's time limit × (1 + ``max_requeues``) covers the run's planned hours,
+  the device-hours of ``suite.cost`` divided by the run's GPUs (at the planning rate of one H200, so a
+  slower device needs more).
+
+The contradicting overrides of a command line (``--sampler edm sampler=cos``) are refused before anything
+is planned (:func:`group_flags`): Hydra's ``task=``, ``sampler=`` and ``budget=`` choose the same config
+groups as the flags, and would otherwise silently replace the flag's choice in every planned run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from suite.assembly import build_loss_weight, build_noise_sampler, build_task
+from suite.config import to_dict
+from suite.spec import RunSpec
+
+if TYPE_CHECKING:
+    from suite.runner import PlannedRun
+
+GROUPS = ("task", "sampler", "budget")
+FILE_OPTIONS = ("weights_path", "checkpoint", "target_names")
+
+
+class PreflightError(ValueError):
+    """What a launch lacks; ``problems`` holds one line per cause."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def group_flags(
+    flags: Mapping[str, str | None], overrides: Iterable[str]
+) -> tuple[dict[str, str | None], list[str]]:
+    """The ``--task``/``--sampler``/``--budget`` values with the overrides of the same config groups folded
+    in (``sampler=cos`` alone stands for ``--sampler cos``), and the other overrides; an override that
+    contradicts its flag is refused, naming both."""
+    values, rest = dict(flags), []
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        group = key.lstrip("+")
+        if not sep or group not in GROUPS:
+            rest.append(item)
+            continue
+        given = values.get(group)
+        if given is not None and given != value:
+            raise ValueError(
+                f"the override {item} contradicts --{group} {given}; choose the {group} once "
+                f"(--{group} {value} or --{group} {given})"
+            )
+        values[group] = value
+    return values, rest
+
+
+def results_problem(results: str | Path) -> str | None:
+    """Why nothing can be written in the results folder, or None."""
+    folder = Path(results).expanduser().absolute()
+    existing = folder
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"--results {results}: {existing} is a file, not a folder; pass --results a writable folder"
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as err:
+        why = err.strerror or type(err).__name__
+        return f"--results {results}: cannot write in {existing} ({why}); pass --results a writable folder"
+    return None
+
+
+def file_option_problems(spec: RunSpec) -> list[str]:
+    """The metrics' file options that are set but name no file."""
+    problems = []
+    for name, options in (to_dict(spec.task_cfg.get("metrics")) or {}).items():
+        for key in FILE_OPTIONS:
+            value = (options or {}).get(key)
+            if value is not None and not Path(str(value)).expanduser().is_file():
+                problems.append(
+                    f"task {spec.task}: metric {name}: {key}={value} is not a file; point "
+                    f"task.metrics.{name}.{key} at it, or set it to null for the default"
+                )
+    return problems
+
+
+def inception_problem(spec: RunSpec) -> str | None:
+    """A FID with the standard Inception-v3 and no ``weights_path``, where none of the places that
+    ``suite.metrics.inception.resolve_inception_weights`` looks in holds the weights, or None."""
+    from suite.metrics import inception
+    from suite.metrics.fid import INCEPTION_EXTRACTOR
+
+    metrics = to_dict(spec.task_cfg.get("metrics")) or {}
+    fid = metrics.get("fid") or {}
+    if "fid" not in metrics or fid.get("weights_path") is not None:
+        return None
+    if fid.get("feature_extractor", INCEPTION_EXTRACTOR) != INCEPTION_EXTRACTOR:
+        return None
+    converted = inception.suite_cache_dir() / inception.CONVERTED_WEIGHTS_NAME
+    if (
+        inception.hub_weights_path().is_file()
+        or converted.is_file()
+        or inception.find_fid_helper_torchscript()
+    ):
+        return None
+    try:
+        inception.resolve_inception_weights()
+    except FileNotFoundError as err:
+        return f"task {spec.task}: metric fid: {err}"
+    return None
+
+
+def training_steps(spec: RunSpec) -> int:
+    """Optimiser steps of a run: ``budget.kimg`` thousand examples in global batches of ``budget.batch``."""
+    return math.ceil(spec.budget.total_nimg / spec.budget.batch)
+
+
+def warmup_problem(spec: RunSpec) -> str | None:
+    """An adaptive sampler whose warm-up is not shorter than the run, or None."""
+    warmup = getattr(build_noise_sampler(spec, build_loss_weight(spec)), "warmup_steps", None)
+    steps = training_steps(spec)
+    if warmup is None or warmup < steps:
+        return None
+    return (
+        f"sampler {spec.sampler.label}: its warm-up of {warmup} steps is not shorter than the run's {steps} "
+        f"training steps (budget.kimg={spec.budget.kimg:g} at budget.batch={spec.budget.batch}), so it would "
+        f"train as its base sampler throughout; set budget.adaptive.warmup_steps below {steps} or raise "
+        "budget.kimg"
+    )
+
+
+def slurm_problems(runs: Sequence[PlannedRun], args: argparse.Namespace) -> list[str]:
+    """Runs whose planned hours the profile's jobs and requeues do not cover, one line per (task, budget,
+    resources)."""
+    from suite.cost import planned_cost
+    from suite.slurm import DEFAULT_PROFILE, flag_overrides, load_profile
+    from suite.task import TASKS
+
+    profile = load_profile(args.profile or DEFAULT_PROFILE)
+    overrides = flag_overrides(args)
+    hours: dict[str, float] = {}
+    problems: dict[str, None] = {}
+    for run in runs:
+        spec = run.spec
+        resources = profile.resources(spec.task, TASKS.get(spec.task).modality, overrides)
+        if spec.comparison_hash not in hours:
+            hours[spec.comparison_hash] = planned_cost(spec)["device_hours"]
+        planned = hours[spec.comparison_hash] / max(resources.gpus_per_run, 1)
+        covered = resources.time_min / 60 * (1 + resources.max_requeues)
+        if covered < planned:
+            problem = (
+                f"profile {profile.name}: jobs of {resources.time_min} min with {resources.max_requeues} "
+                f"requeues cover {covered:.3g} h, but a run of {spec.task} at budget {spec.budget.name} is "
+                f"planned at {planned:.3g} h ({max(resources.gpus_per_run, 1)} device(s) at suite.cost's "
+                f"rate); raise --time or the profile's max_requeues, or pick another --profile"
+            )
+            problems[problem] = None
+    return list(problems)
+
+
+def preflight(runs: Sequence[PlannedRun], args: argparse.Namespace) -> None:
+    """Raise one :class:`PreflightError` naming each cause that would stop the runs that are not done
+    (module docstring); return when there is none."""
+    todo = [run for run in runs if run.status != "done"]
+    if not todo:
+        return
+    problems: dict[str, None] = {}
+    if problem := results_problem(args.results):
+        problems[problem] = None
+    checked: set[str] = set()
+    for run in todo:
+        spec = run.spec
+        key = json.dumps(to_dict(spec.task_cfg), sort_keys=True, default=str)
+        if key not in checked:
+            checked.add(key)
+            for problem in build_task(spec).data_problems():
+                problems.setdefault(f"task {spec.task}: {problem}")
+            for problem in file_option_problems(spec):
+                problems.setdefault(problem)
+            if problem := inception_problem(spec):
+                problems.setdefault(problem)
+        if problem := warmup_problem(spec):
+            problems.setdefault(problem)
+    if getattr(args, "launcher", "local") == "slurm":
+        for problem in slurm_problems(todo, args):
+            problems.setdefault(problem)
+    if problems:
+        raise PreflightError(list(problems))
