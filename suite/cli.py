@@ -189,7 +189,13 @@ def build_parser() -> argparse.ArgumentParser:
     table = sub.add_parser("table", help="compile the comparison table from the records")
     table.add_argument("--results", default="results")
     table.add_argument("--budget", default=None)
-    table.add_argument("--format", choices=["md", "latex", "csv"], default="md")
+    table.add_argument(
+        "--format",
+        choices=["md", "latex", "csv", "long-csv", "json"],
+        default="md",
+        help="md (default), latex, csv (the tables one after another, each under a # caption), or the tidy "
+        "long table for pandas: long-csv, json (one line per task, budget, metric, protocol and sampler)",
+    )
     table.add_argument("--target-samplers", default=None, help=TARGET_HELP)
     table.add_argument(
         "--study", default=None, help="a study file: only its grid's runs, missing ones listed"
@@ -212,11 +218,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     plot = sub.add_parser("plot", help="write the figures from the records")
     plot.add_argument("--results", default="results")
+    plot.add_argument(
+        "--out",
+        default=None,
+        help="folder for the figures (default RESULTS/figures; RESULTS may be read-only)",
+    )
     plot.set_defaults(func=_lazy("suite.plots", "main"))
 
     report = sub.add_parser("report", help="write results/REPORT.md with tables, figures and commands")
     report.add_argument("--results", default="results")
     report.add_argument("--target-samplers", default=None, help=TARGET_HELP)
+    report.add_argument(
+        "--out",
+        default=None,
+        help="folder for REPORT.md and its figures (default RESULTS; RESULTS may then be read-only)",
+    )
     report.set_defaults(func=_lazy("suite.report", "main"))
 
     bench = sub.add_parser("bench", help="measured speed figures, side by side in one run")

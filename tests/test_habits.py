@@ -1,0 +1,134 @@
+"""The habits users bring from EDM, torch-fidelity, submitit and shared clusters: files made with the
+user's umask, ``--out`` for ``plot`` and ``report`` on a read-only results folder, the tidy long table that
+``pandas.read_csv`` reads, seed ranges, ``--help`` and did-you-mean answered before torch is imported, and
+reference statistics in EDM's ``.npz`` layout (``suite fid ref|calc``)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from datagen import write_mnist_format
+from subprocesses import cli_command, cli_env
+from test_table import write_run
+from test_training import TINY
+
+from suite.table_command import main as table_main
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    """bfashion: EDM final FIDs 1, 2, 3 over three seeds; InfoNoise 0.5, 1.5; LogU 5 (one seed)."""
+    root = tmp_path / "results"
+    for seed, final in enumerate([1.0, 2.0, 3.0]):
+        write_run(root, "bfashion", "edm", seed, [(10, 50.0), (20, final)])
+    for seed, final in enumerate([0.5, 1.5]):
+        write_run(root, "bfashion", "infonoise", seed, [(10, 40.0), (20, final)], samples=128, reference=256)
+    write_run(root, "bfashion", "logu", 0, [(10, 60.0), (20, 5.0)])
+    return root
+
+
+def table_output(results: Path, fmt: str, capsys) -> str:
+    args = argparse.Namespace(results=str(results), budget=None, format=fmt, target_samplers=None, study=None)
+    assert table_main(args) == 0
+    return capsys.readouterr().out
+
+
+def test_long_csv_is_read_by_pandas_one_line_per_sampler_with_t_intervals(results: Path, capsys):
+    table = pd.read_csv(io.StringIO(table_output(results, "long-csv", capsys)))
+    assert sorted(table["sampler"]) == ["edm", "infonoise", "logu"]
+    edm = table.set_index("sampler").loc["edm"]
+    assert (edm["task"], edm["budget"], edm["metric"], edm["grid"]) == ("bfashion", "smoke", "fid", "karras")
+    assert (edm["nfe"], edm["seeds"], edm["samples"], edm["references"]) == (35, 3, 50000, 50000)
+    assert edm["mean"] == 2.0 and edm["std"] == 1.0
+    half = 4.302652729911275 / math.sqrt(3)  # t_{0.975, 2} · s / √n with s = 1
+    assert edm["ci_low"] == pytest.approx(2.0 - half) and edm["ci_high"] == pytest.approx(2.0 + half)
+    infonoise = table.set_index("sampler").loc["infonoise"]
+    assert (infonoise["samples"], infonoise["references"]) == (128, 256)
+    assert infonoise["std"] == pytest.approx(math.sqrt(0.5))
+    logu = table.set_index("sampler").loc["logu"]
+    assert logu["seeds"] == 1 and math.isnan(logu["std"]) and math.isnan(logu["ci_low"])
+
+
+def test_json_table_holds_the_same_lines_as_the_long_csv(results: Path, capsys):
+    lines = json.loads(table_output(results, "json", capsys))
+    csv = pd.read_csv(io.StringIO(table_output(results, "long-csv", capsys)))
+    assert [line["sampler"] for line in lines] == list(csv["sampler"])
+    assert list(lines[0]) == list(csv.columns)
+    by_sampler = {line["sampler"]: line for line in lines}
+    assert by_sampler["edm"]["mean"] == 2.0 and by_sampler["logu"]["std"] is None
+
+
+def snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
+    """Every path under ``folder`` with its bytes (folders: empty) and mode."""
+    return {
+        str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else b"", p.stat().st_mode)
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+def read_only(folder: Path) -> None:
+    """Take write permission away from ``folder`` and everything under it (root writes regardless, which the
+    snapshot comparison of the callers catches)."""
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def test_plot_and_report_with_out_write_there_and_leave_a_read_only_results_folder_untouched(
+    results: Path, tmp_path: Path
+):
+    from suite.plots import main as plot_main
+    from suite.report import main as report_main
+
+    before = snapshot(results)
+    read_only(results)
+    figures, report = tmp_path / "figures-elsewhere", tmp_path / "report-elsewhere"
+    try:
+        assert plot_main(argparse.Namespace(results=str(results), out=str(figures))) == 0
+        args = argparse.Namespace(results=str(results), target_samplers=None, budget=None, out=str(report))
+        assert report_main(args) == 0
+        after = snapshot(results)
+    finally:
+        for path in [results, *results.rglob("*")]:
+            path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    assert {k: v[0] for k, v in after.items()} == {k: v[0] for k, v in before.items()}
+    pngs = sorted(p.name for p in figures.glob("*.png"))
+    assert pngs and all(p.name.startswith("bfashion") for p in figures.glob("*.png"))
+    text = (report / "REPORT.md").read_text()
+    links = [line.split("](")[1].rstrip(")") for line in text.splitlines() if line.startswith("![")]
+    assert links and all((report / link).is_file() for link in links)
+    drawn = sorted(p.name for p in (report / "figures").glob("*.png"))
+    assert sorted(Path(link).name for link in links) == drawn
+
+
+def test_a_runs_files_are_created_with_the_users_umask(tmp_path: Path):
+    """A launch under umask 022 leaves every file of the results folder readable by group and others
+    (run.json, config.yaml, checkpoints and snapshots are written through a temporary file that ``mkstemp``
+    makes 0600), and under umask 077 readable by the owner only."""
+    data = write_mnist_format(tmp_path / "idx")
+    for umask, expected in ((0o022, 0o644), (0o077, 0o600)):
+        results = tmp_path / f"umask{umask:03o}"
+        done = subprocess.run(
+            cli_command("run", "--task=bfashion", "--sampler=edm", f"--results={results}")
+            + [f"task.root={data}", *TINY, "budget.kimg=0.064", "budget.eval_points=1"],
+            env=cli_env(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            preexec_fn=lambda mask=umask: os.umask(mask),
+        )
+        assert done.returncode == 0, done.stderr
+        files = [p for p in results.rglob("*") if p.is_file()]
+        names = {p.name for p in files}
+        assert {"run.json", "config.yaml", "records.jsonl", "comparison.json"} <= names, names
+        assert any(p.parent.name == "checkpoints" for p in files)
+        modes = {str(p.relative_to(results)): oct(stat.S_IMODE(p.stat().st_mode)) for p in files}
+        assert set(modes.values()) == {oct(expected)}, modes
