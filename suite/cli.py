@@ -13,6 +13,8 @@ import contextlib
 import sys
 from collections.abc import Callable
 
+from suite.seeds import SEEDS_HELP, parse_seeds
+
 
 def _run(args: argparse.Namespace) -> int:
     from suite.runner import check_pack_size, check_runs, describe, plan_runs, run_local, run_packed
@@ -23,7 +25,7 @@ def _run(args: argparse.Namespace) -> int:
         return run_study(args)
     if args.task is None:
         raise ValueError("suite run needs --task TASK (suite list names them) or --study FILE")
-    seeds = 1 if args.seeds is None else args.seeds
+    seeds = parse_seeds(1 if args.seeds is None else args.seeds)
     runs = plan_runs(
         args.task, args.sampler or "all", args.budget or "smoke", seeds, args.results, args.overrides
     )
@@ -113,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--task", default=None, help="a task (required unless --study)")
     run.add_argument("--sampler", default=None, help="a sampler name, a comma list, or all (default)")
     run.add_argument("--budget", default=None, help="a budget (default smoke)")
-    run.add_argument("--seeds", type=int, default=None, help="number of training seeds (0..N-1; default 1)")
+    run.add_argument("--seeds", default=None, help=f"training seeds: {SEEDS_HELP} (default 1: seed 0)")
     run.add_argument(
         "--study", default=None, help="a study file (studies/*.yaml): its grid instead of --task etc."
     )

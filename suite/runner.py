@@ -43,7 +43,7 @@ import multiprocessing
 import os
 import signal
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
@@ -129,19 +129,23 @@ def plan_runs(
     task: str,
     samplers: str,
     budget: str = "smoke",
-    seeds: int = 1,
+    seeds: int | Sequence[int] = 1,
     results: str | Path = "results",
     overrides: list[str] | None = None,
     first_seed: int = 0,
 ) -> list[PlannedRun]:
-    """Every run of a command line; refuses runs that would break their comparison."""
+    """Every run of a command line; refuses runs that would break their comparison. ``seeds`` is a count
+    (seeds ``first_seed`` … ``first_seed + seeds − 1``) or the seeds themselves (``suite.seeds``)."""
     resolve_task(task)
-    if seeds < 1:
+    if isinstance(seeds, int) and seeds < 1:
         raise ValueError(f"--seeds must be at least 1, got {seeds}")
+    seed_list = range(first_seed, first_seed + seeds) if isinstance(seeds, int) else list(seeds)
+    if not seed_list:
+        raise ValueError("--seeds names no seed; give a count N, a range A-B or a comma list")
     runs = []
     for sweep in expand_sweeps(list(overrides or [])):
         for sampler in resolve_samplers(samplers):
-            for seed in range(first_seed, first_seed + seeds):
+            for seed in seed_list:
                 cfg = compose_run(task, sampler, budget, [*sweep, f"seed={seed}", f"results={results}"])
                 spec = read_spec(cfg)[0]
                 run_dir = comparison_dir(results, spec) / spec.sampler.label / f"seed{seed}"

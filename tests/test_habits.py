@@ -132,3 +132,36 @@ def test_a_runs_files_are_created_with_the_users_umask(tmp_path: Path):
         assert any(p.parent.name == "checkpoints" for p in files)
         modes = {str(p.relative_to(results)): oct(stat.S_IMODE(p.stat().st_mode)) for p in files}
         assert set(modes.values()) == {oct(expected)}, modes
+
+
+@pytest.mark.parametrize(
+    "value,seeds",
+    [(3, (0, 1, 2)), ("3", (0, 1, 2)), ("0-63", tuple(range(64))), ("5-5", (5,)), ("0,2,5", (0, 2, 5))]
+    + [("8,0-2", (0, 1, 2, 8)), (" 1 - 2 ", (1, 2))],
+)
+def test_seeds_are_a_count_a_range_or_a_list(value, seeds):
+    from suite.seeds import describe_seeds, parse_seeds
+
+    assert parse_seeds(value) == seeds
+    assert parse_seeds(describe_seeds(seeds)) == seeds or len(seeds) == 1
+
+
+@pytest.mark.parametrize("value", [0, "0", "2-1", "a", "1,,2", "-3", "1,1", True])
+def test_bad_seeds_are_refused_naming_the_value(value):
+    from suite.seeds import parse_seeds
+
+    with pytest.raises(ValueError, match=r"seeds") as err:
+        parse_seeds(value)
+    assert repr(value) in str(err.value) or str(value) in str(err.value)
+
+
+def test_a_seed_list_plans_exactly_those_seed_folders(tmp_path: Path):
+    from suite.runner import plan_runs
+    from suite.seeds import parse_seeds
+
+    runs = plan_runs("bfashion", "edm,logu", "smoke", parse_seeds("0,2,5"), tmp_path)
+    assert sorted({run.run_dir.name for run in runs}) == ["seed0", "seed2", "seed5"] and len(runs) == 6
+    ranged = plan_runs("bfashion", "edm", "smoke", parse_seeds("3-4"), tmp_path)
+    assert [run.run_dir for run in ranged] == [
+        run.run_dir for run in plan_runs("bfashion", "edm", "smoke", 2, tmp_path, first_seed=3)
+    ]
