@@ -26,6 +26,8 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 
+from suite.names import unknown_name
+
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 GROUPS = ("task", "sampler", "budget")
 LOCATION_KEYS = ("results", "device", "task.root", "task.download")
@@ -62,7 +64,7 @@ def config_file(group: str, name: str) -> Path:
         path = folder / group / f"{name}.yaml"
         if path.is_file():
             return path
-    raise ValueError(f"unknown {group} {name!r}; valid {group}s: {', '.join(group_options(group))}")
+    raise ValueError(unknown_name(group, name, group_options(group)))
 
 
 def group_options(group: str) -> list[str]:
@@ -73,7 +75,7 @@ def group_options(group: str) -> list[str]:
 def _check_choice(group: str, name: str) -> None:
     options = group_options(group)
     if name not in options:
-        raise ValueError(f"unknown {group} {name!r}; valid {group}s: {', '.join(options)}")
+        raise ValueError(unknown_name(group, name, options))
 
 
 def _compose(overrides: list[str]) -> DictConfig:

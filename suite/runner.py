@@ -62,6 +62,7 @@ from suite.config import (
     to_dict,
 )
 from suite.lease import LeaseLost, RunBusy
+from suite.names import unknown_name
 from suite.records import RunDirectory, read_json, write_json
 from suite.sampler import SAMPLERS
 from suite.spec import RunSpec, SpecError, read_spec
@@ -109,14 +110,14 @@ def resolve_samplers(spec: str) -> list[str]:
     registered = set(SAMPLERS.names())
     for name in names:
         if name not in configured or name not in registered:
-            raise ValueError(f"unknown sampler {name!r}; valid samplers: {', '.join(configured)}, or all")
+            raise ValueError(unknown_name("sampler", name, configured, ", or all"))
     return names
 
 
 def resolve_task(name: str) -> str:
     """Check that a task has both a plugin and a config."""
     if name not in TASKS.names() or name not in group_options("task"):
-        raise ValueError(f"unknown task {name!r}; valid tasks: {', '.join(group_options('task'))}")
+        raise ValueError(unknown_name("task", name, group_options("task")))
     return name
 
 

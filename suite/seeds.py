@@ -18,27 +18,28 @@ SEEDS_HELP = "a count N (seeds 0..N-1), a range A-B (inclusive: 0-63) or a comma
 _RANGE = re.compile(r"(\d+)(?:-(\d+))?")
 
 
-def parse_seeds(value: int | str) -> tuple[int, ...]:
-    """The seeds ``value`` names (module docstring); ValueError naming the value and the valid forms."""
+def parse_seeds(value: int | str, what: str = "seeds") -> tuple[int, ...]:
+    """The seeds ``value`` names (module docstring); ValueError naming ``what`` (the flag or key), the value
+    and the valid forms."""
     if isinstance(value, bool):
-        raise ValueError(f"seeds must be {SEEDS_HELP}; got {value!r}")
+        raise ValueError(f"{what} must be {SEEDS_HELP}; got {value!r}")
     if isinstance(value, int):
         if value < 1:
-            raise ValueError(f"seeds must be {SEEDS_HELP}, with a count of at least 1; got {value}")
+            raise ValueError(f"{what} must be at least 1 as a count ({SEEDS_HELP}); got {value}")
         return tuple(range(value))
     text = str(value).replace(" ", "")
     if text.isdigit():
-        return parse_seeds(int(text))
+        return parse_seeds(int(text), what)
     seeds: list[int] = []
     for part in text.split(","):
         match = _RANGE.fullmatch(part)
         if match is None or (match.group(2) is not None and int(match.group(2)) < int(match.group(1))):
-            raise ValueError(f"seeds must be {SEEDS_HELP}; got {value!r} ({part!r} is none of these)")
+            raise ValueError(f"{what} must be {SEEDS_HELP}; got {value!r} ({part!r} is none of these)")
         first = int(match.group(1))
         seeds += range(first, int(match.group(2) or first) + 1)
     if len(set(seeds)) != len(seeds):
         twice = sorted({s for s in seeds if seeds.count(s) > 1})
-        raise ValueError(f"seeds {value!r} name seed(s) {', '.join(map(str, twice))} more than once")
+        raise ValueError(f"{what} {value!r} name seed(s) {', '.join(map(str, twice))} more than once")
     return tuple(sorted(seeds))
 
 

@@ -12,6 +12,7 @@ import math
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -165,3 +166,64 @@ def test_a_seed_list_plans_exactly_those_seed_folders(tmp_path: Path):
     assert [run.run_dir for run in ranged] == [
         run.run_dir for run in plan_runs("bfashion", "edm", "smoke", 2, tmp_path, first_seed=3)
     ]
+
+
+def without_torch(code: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter with this checkout importable; it ends by printing whether torch
+    was imported."""
+    tail = "\nimport sys\nprint('torch imported:', 'torch' in sys.modules)"
+    return subprocess.run(
+        [sys.executable, "-c", code + tail], env=cli_env(), capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (
+            ["run", "--task", "cifar", "--dry-run"],
+            "unknown task 'cifar'; did you mean dcifar, cifar10? valid",
+        ),
+        (
+            ["run", "--task", "fashion", "--sampler", "edm,infonose"],
+            "unknown sampler 'infonose'; did you mean",
+        ),
+        (
+            ["run", "--task", "fashion", "--budget", "shrt"],
+            "unknown budget 'shrt'; did you mean short? valid",
+        ),
+        (["run", "--task", "fashion", "--seeds", "3-1"], "--seeds must be a count N (seeds 0..N-1), a range"),
+        (["data", "cifar1O", "dest"], "unknown task 'cifar1O'; did you mean cifar10"),
+    ],
+)
+def test_misspelt_names_get_a_did_you_mean_before_torch_is_imported(argv, message):
+    done = without_torch(f"from suite.cli import main\nassert main({argv!r}) == 2")
+    assert done.returncode == 0, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("error: ") and message in line
+    assert done.stdout.strip() == "torch imported: False"
+
+
+def test_help_shows_defaults_ranges_choices_and_examples_without_importing_torch():
+    code = (
+        "import contextlib, io\nfrom suite.cli import build_parser\n"
+        "for argv in (['--help'], ['run', '--help'], ['table', '--help']):\n"
+        "    out = io.StringIO()\n"
+        "    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):\n"
+        "        build_parser().parse_args(argv)\n"
+        "    print(out.getvalue())"
+    )
+    done = without_torch(code)
+    assert done.returncode == 0, done.stderr
+    top, run, table = done.stdout.split("usage: suite")[1:]
+    assert (
+        "examples:" in top and "suite run --task bfashion --budget smoke" in top and "130 interrupted" in top
+    )
+    flat = " ".join(run.split())
+    assert "--results RESULTS results folder (default: results)" in flat
+    assert "here, or as SLURM job arrays (default: local)" in flat
+    assert "a budget: paper, short, smoke (default smoke)" in flat and "infonoise" in flat
+    assert "minutes per SLURM job (>= 1)" in flat and "a range A-B (inclusive: 0-63)" in flat
+    assert "examples:" in run and "--seeds 0-63" in run
+    assert "{md,latex,csv,long-csv,json}" in table
+    assert done.stdout.strip().endswith("torch imported: False")
