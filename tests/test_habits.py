@@ -227,3 +227,18 @@ def test_help_shows_defaults_ranges_choices_and_examples_without_importing_torch
     assert "examples:" in run and "--seeds 0-63" in run
     assert "{md,latex,csv,long-csv,json}" in table
     assert done.stdout.strip().endswith("torch imported: False")
+
+
+def test_a_job_squeue_still_lists_is_never_ended_whatever_sacct_says():
+    from suite.status import effective_status, parse_squeue
+
+    assert parse_squeue("12_0|PENDING\n12_1|RUNNING\n13|REQUEUE_HOLD\n\n") == {
+        "12_0": "PENDING",
+        "12_1": "RUNNING",
+        "13": "REQUEUE_HOLD",
+    }
+    assert effective_status("running", "PREEMPTED") == "failed"  # preempted and cancelled: over
+    assert effective_status("running", "PREEMPTED", queued=True) == "running"  # requeued: it runs again
+    assert effective_status("interrupted", "PENDING", queued=True) == "running"
+    assert effective_status("pending", "PENDING", queued=True) == "pending"
+    assert effective_status("done", "COMPLETING", queued=True) == "done"
