@@ -1,4 +1,4 @@
-"""Command line: ``suite run|eval|data|profile|list|samplers|status|lease|table|plot|report|bench``.
+"""Command line: ``suite run|eval|data|profile|list|samplers|status|lease|table|plot|report|fid|bench``.
 
 Each subcommand is a small function; heavy imports happen inside them so ``suite --help`` is instant.
 ``suite run`` handles SIGTERM, SIGUSR2 and SIGINT from its start (``suite.stopping``): the launch stops
@@ -308,6 +308,37 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder for REPORT.md and its figures (default RESULTS; RESULTS may then be read-only)",
     )
     report.set_defaults(func=_lazy("suite.report", "main"))
+
+    fid = sub.add_parser(
+        "fid",
+        help="FID reference statistics as a shareable .npz (EDM's layout), and a folder's FID against one",
+    )
+    fid_actions = fid.add_subparsers(dest="action", required=True)
+    ref = fid_actions.add_parser(
+        "ref", help="write the mu/sigma statistics of a folder or zip of images, or of a task's references"
+    )
+    ref.add_argument("--data", required=True, help="a folder or .zip of images, or a task name")
+    ref.add_argument("--dest", required=True, help="the .npz to write (EDM's layout: mu, sigma)")
+    ref.add_argument(
+        "--budget", default="paper", help="with a task: the budget whose eval.reference picks the references"
+    )
+    ref.add_argument("overrides", nargs="*", help="with a task: key=value config overrides (task.root=…)")
+    ref.set_defaults(func=_lazy("suite.fid_command", "ref_main"))
+    calc = fid_actions.add_parser("calc", help="the FID of a folder or .zip of images against a .npz")
+    calc.add_argument("--images", required=True, help="a folder or .zip of images (at least 2)")
+    calc.add_argument("--ref", required=True, help="reference statistics (.npz of mu, sigma; e.g. EDM's)")
+    for action in (ref, calc):
+        action.add_argument(
+            "--feature-extractor",
+            default="inception-v3-compat",
+            help="a torch-fidelity feature extractor (Inception-v3 gives FID; another, a Fréchet distance)",
+        )
+        action.add_argument("--weights", default=None, help="the extractor's weights file (default: its own)")
+        action.add_argument("--batch-size", type=positive_int, default=64, help="images per batch")
+        action.add_argument(
+            "--device", choices=["auto", "cpu", "cuda"], default="auto", help="where to featurise"
+        )
+    calc.set_defaults(func=_lazy("suite.fid_command", "calc_main"))
 
     bench = sub.add_parser("bench", help="measured speed figures, side by side in one run")
     kinds = bench.add_subparsers(dest="what", required=True)

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from datagen import write_mnist_format
@@ -242,3 +243,67 @@ def test_a_job_squeue_still_lists_is_never_ended_whatever_sacct_says():
     assert effective_status("interrupted", "PENDING", queued=True) == "running"
     assert effective_status("pending", "PENDING", queued=True) == "pending"
     assert effective_status("done", "COMPLETING", queued=True) == "done"
+
+
+def write_pngs(folder: Path, images: np.ndarray) -> Path:
+    """uint8 [N, 3, H, W] as ``folder/000000.png`` …"""
+    import PIL.Image
+
+    folder.mkdir(parents=True)
+    for i, image in enumerate(images):
+        PIL.Image.fromarray(image.transpose(1, 2, 0)).save(folder / f"{i:06d}.png")
+    return folder
+
+
+def test_fid_ref_writes_edm_layout_statistics_and_calc_scores_a_folder_as_an_evaluation_does(
+    tmp_path, capsys
+):
+    import fid_extractor  # noqa: F401  (registers the test extractor "rand-test" with torch-fidelity)
+    import torch
+
+    from suite.cli import main
+    from suite.metrics.fid import FrechetDistance
+
+    rng = np.random.default_rng(0)
+    reference = rng.integers(0, 256, (40, 3, 16, 16), dtype=np.uint8)
+    generated = rng.integers(0, 200, (24, 3, 16, 16), dtype=np.uint8)
+    ref_dir, gen_dir = write_pngs(tmp_path / "ref", reference), write_pngs(tmp_path / "gen", generated)
+    stats = tmp_path / "shared" / "ref-stats.npz"
+    common = ["--feature-extractor", "rand-test", "--device", "cpu"]
+    assert main(["fid", "ref", "--data", str(ref_dir), "--dest", str(stats), *common]) == 0
+    assert f"wrote {stats}: fd-rand-test statistics" in capsys.readouterr().out
+    with np.load(stats, allow_pickle=False) as archive:
+        assert sorted(archive.files) == ["mu", "sigma"]
+        mu, sigma = archive["mu"], archive["sigma"]
+    assert mu.dtype == sigma.dtype == np.float64 and mu.shape == (32,) and sigma.shape == (32, 32)
+
+    # an evaluation of the same images caches the same statistics and gives the value calc prints
+    distance = FrechetDistance("rand-test", cuda=False, cache_dir=tmp_path / "cache")
+    value = distance(torch.from_numpy(generated), torch.from_numpy(reference))
+    (cached,) = (tmp_path / "cache" / "fid-stats").glob("*.npz")
+    with np.load(cached, allow_pickle=False) as archive:
+        assert np.array_equal(archive["mu"], mu) and np.array_equal(archive["sigma"], sigma)
+    assert main(["fid", "calc", "--images", str(gen_dir), "--ref", str(stats), *common]) == 0
+    assert capsys.readouterr().out == f"fd-rand-test {value:.4f} (24 images of {gen_dir} against {stats})\n"
+    assert stat.S_IMODE(stats.stat().st_mode) & 0o044  # shareable
+
+
+def test_fid_calc_refuses_a_missing_or_foreign_statistics_file_naming_it(tmp_path, capsys):
+    import fid_extractor  # noqa: F401
+
+    from suite.cli import main
+
+    images = write_pngs(tmp_path / "gen", np.zeros((3, 3, 8, 8), dtype=np.uint8))
+    common = ["--feature-extractor", "rand-test", "--device", "cpu"]
+    missing = tmp_path / "none.npz"
+    assert main(["fid", "calc", "--images", str(images), "--ref", str(missing), *common]) == 2
+    assert (
+        f"reference statistics {missing} do not exist; write them with suite fid ref"
+        in capsys.readouterr().err
+    )
+    other = tmp_path / "inception.npz"
+    np.savez(other, mu=np.zeros(2048), sigma=np.eye(2048))
+    assert main(["fid", "calc", "--images", str(images), "--ref", str(other), *common]) == 2
+    err = capsys.readouterr().err
+    assert str(other) in err and "expected float (32,)" in err and "32-d features of rand-test" in err
+    assert main(["fid", "calc", "--images", str(tmp_path / "empty"), "--ref", str(other), *common]) == 2
