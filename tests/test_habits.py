@@ -307,3 +307,61 @@ def test_fid_calc_refuses_a_missing_or_foreign_statistics_file_naming_it(tmp_pat
     err = capsys.readouterr().err
     assert str(other) in err and "expected float (32,)" in err and "32-d features of rand-test" in err
     assert main(["fid", "calc", "--images", str(tmp_path / "empty"), "--ref", str(other), *common]) == 2
+
+
+class FlakyServer:
+    """A local HTTP server of one file that answers the first ``failures`` requests with 503."""
+
+    def __init__(self, payload: bytes, failures: int) -> None:
+        import http.server
+        import threading
+
+        self.requests = 0
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                server.requests += 1
+                if server.requests <= failures:
+                    self.send_error(503, "busy")
+                    return
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/data.tar.gz"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_a_download_is_retried_checked_by_md5_and_never_left_partial(tmp_path, capsys):
+    import hashlib
+
+    from infonoise_modalities.dna.data import download
+
+    payload = bytes(range(256)) * 1000
+    md5 = hashlib.md5(payload).hexdigest()
+    flaky = FlakyServer(payload, failures=2)
+    try:
+        target = tmp_path / "data.tar.gz"
+        download(flaky.url, target, md5, attempts=3, wait_s=0.0)
+        assert target.read_bytes() == payload
+        err = capsys.readouterr().err
+        assert err.count(f"download of {flaky.url} failed (HTTPError: HTTP Error 503: busy)") == 2
+        assert "attempt 3 of 3" in err and "100%" in err  # the third attempt, with its progress bar
+        wrong = tmp_path / "wrong.tar.gz"
+        with pytest.raises(
+            OSError, match=r"failed 3 times; last error: RuntimeError: File not found or corrupted"
+        ):
+            download(flaky.url, wrong, "0" * 32, attempts=3, wait_s=0.0)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["data.tar.gz"]  # nothing partial left
+    finally:
+        flaky.close()
