@@ -13,11 +13,13 @@ import contextlib
 import sys
 from collections.abc import Callable
 
-from suite.names import builtin_names, check_names, positive_int, probability
+from suite.names import builtin_names, positive_int, probability
 from suite.seeds import SEEDS_HELP, parse_seeds
 
 
 def _run(args: argparse.Namespace) -> int:
+    from suite.config import check_names  # hydra, not torch
+
     check_names(args.task, args.sampler, args.budget)  # a misspelt name answered before torch is imported
     seeds = parse_seeds(1 if args.seeds is None else args.seeds, "--seeds")
     from suite.runner import check_pack_size, check_runs, describe, plan_runs, run_local, run_packed
@@ -78,6 +80,8 @@ def _samplers(args: argparse.Namespace) -> int:
 
 
 def _data(args: argparse.Namespace) -> int:
+    from suite.config import check_names
+
     check_names(args.task, None, None)
     from suite.runner import resolve_task
     from suite.task import TASKS

@@ -72,10 +72,22 @@ def group_options(group: str) -> list[str]:
     return sorted({p.stem for folder in config_dirs() for p in (folder / group).glob("*.yaml")})
 
 
-def _check_choice(group: str, name: str) -> None:
+def check_names(task: str | None, samplers: str | None, budget: str | None) -> None:
+    """Check the task, the sampler spec (``all`` or a comma list) and the budget a command names (None: not
+    given) against the config folders; ValueError with a did-you-mean (``suite.names.unknown_name``). No
+    torch is imported, so a misspelt name is answered at once."""
+    if task is not None:
+        _check_choice("task", task)
+    for name in [] if samplers in (None, "all") else samplers.split(","):
+        _check_choice("sampler", name.strip(), ", or all")
+    if budget is not None:
+        _check_choice("budget", budget)
+
+
+def _check_choice(group: str, name: str, extra: str = "") -> None:
     options = group_options(group)
     if name not in options:
-        raise ValueError(unknown_name(group, name, options))
+        raise ValueError(unknown_name(group, name, options, extra))
 
 
 def _compose(overrides: list[str]) -> DictConfig:

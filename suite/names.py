@@ -1,14 +1,15 @@
-"""Command-line values checked while the arguments are parsed, before torch is imported: task, sampler and
-budget names against the config folders (``suite.config.group_options``: the suite's ``suite/conf`` and the
-plugins' config folders, read without importing a plugin's code), with a did-you-mean from ``difflib``'s
-closest matches, and numbers against their ranges.
+"""Command-line values checked before torch is imported: task, sampler and budget names against the config
+folders (``suite.config.group_options``: the suite's ``suite/conf`` and the plugins' config folders, read
+without importing a plugin's code), with a did-you-mean from ``difflib``'s closest matches, and numbers
+against their ranges. This module imports nothing of the suite.
 
-A bad name raises ValueError naming the value, the closest valid names and every valid one, e.g.
-``unknown task 'cifar'; did you mean dcifar, cifar10? valid tasks: bfashion, bmnist, …`` (``suite.cli``
-prints it as one ``error:`` line, exit status 2); ``suite.runner`` and ``suite.config`` word their own
-checks the same way. A task or sampler that has a config but no registered plugin is still refused later,
-by ``suite.runner``, once the plugins are imported. The number checks are ``argparse`` types: a bad value
-ends the parse with argparse's one-line usage error (exit status 2).
+``unknown_name`` words the error for a bad name, naming the value, the closest valid names and every valid
+one, e.g. ``unknown task 'cifar'; did you mean dcifar, cifar10? valid tasks: bfashion, bmnist, …``
+(``suite.config.check_names`` raises it for a command's names; ``suite.cli`` prints it as one ``error:``
+line, exit status 2); ``suite.runner`` and ``suite.config`` word their other name checks the same way. A
+task or sampler that has a config but no registered plugin is still refused later, by ``suite.runner``,
+once the plugins are imported. The number checks are ``argparse`` types: a bad value ends the parse with
+argparse's one-line usage error (exit status 2).
 """
 
 from __future__ import annotations
@@ -38,27 +39,6 @@ def unknown_name(group: str, name: str, options: Sequence[str], extra: str = "")
     return (
         f"unknown {group} {name!r}; {did_you_mean(name, options)}valid {group}s: {', '.join(options)}{extra}"
     )
-
-
-def check_name(group: str, name: str) -> None:
-    """Raise ValueError (``unknown_name``) unless ``name`` has a config in ``group``."""
-    from suite.config import group_options
-
-    options = group_options(group)
-    if name not in options:
-        raise ValueError(unknown_name(group, name, options, ", or all" if group == "sampler" else ""))
-
-
-def check_names(task: str | None, samplers: str | None, budget: str | None) -> None:
-    """Check the task, the sampler spec (``all`` or a comma list) and the budget a command names (None:
-    not given), before anything heavier is imported."""
-    if task is not None:
-        check_name("task", task)
-    if samplers not in (None, "all"):
-        for name in samplers.split(","):
-            check_name("sampler", name.strip())
-    if budget is not None:
-        check_name("budget", budget)
 
 
 def positive_int(text: str) -> int:
