@@ -423,7 +423,9 @@ def test_a_preempted_and_requeued_run_shows_as_running_then_finishes(preempting_
             text=True,
             timeout=30,
         ).stdout.strip()
-        wait_for("the preemption in sacct", lambda: "PREEMPTED" in requeue_history(job), RUNS_DEADLINE_S)
+        # the preempted instance's state: PREEMPTED (REQUEUED on Slurm versions that record the requeue)
+        preempted = {"PREEMPTED", "REQUEUED"}
+        wait_for("the preemption in sacct", lambda: preempted & set(requeue_history(job)), RUNS_DEADLINE_S)
         (row,) = collect(results).to_dict("records")
         assert row["status"] == "running" and row["slurm"] not in ENDED_STATES, row
         printed = status_cli(results)
