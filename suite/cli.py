@@ -1,4 +1,5 @@
-"""Command line: ``suite run|eval|samples|data|profile|list|samplers|status|lease|table|plot|report|bench``.
+"""Command line: ``suite run|eval|samples|data|profile|list|samplers|status|lease|table|plot|report|fid|
+bench``.
 
 Each subcommand is a small function; heavy imports happen inside them so ``suite --help`` is instant.
 ``suite run`` handles SIGTERM, SIGUSR2 and SIGINT from its start (``suite.stopping``): the launch stops
@@ -15,8 +16,15 @@ import sys
 import traceback
 from collections.abc import Callable
 
+from suite.names import builtin_names, positive_int, probability
+from suite.seeds import SEEDS_HELP, parse_seeds
+
 
 def _run(args: argparse.Namespace) -> int:
+    from suite.config import check_names  # hydra, not torch
+
+    check_names(args.task, args.sampler, args.budget)  # a misspelt name answered before torch is imported
+    seeds = parse_seeds(1 if args.seeds is None else args.seeds, "--seeds")
     from suite.preflight import group_flags, preflight
     from suite.runner import check_pack_size, check_runs, describe, plan_runs, run_local, run_packed
 
@@ -30,7 +38,6 @@ def _run(args: argparse.Namespace) -> int:
     args.task, args.sampler, args.budget = chosen["task"], chosen["sampler"], chosen["budget"]
     if args.task is None:
         raise ValueError("suite run needs --task TASK (suite list names them) or --study FILE")
-    seeds = 1 if args.seeds is None else args.seeds
     runs = plan_runs(
         args.task, args.sampler or "all", args.budget or "smoke", seeds, args.results, args.overrides
     )
@@ -86,6 +93,9 @@ def _samplers(args: argparse.Namespace) -> int:
 
 
 def _data(args: argparse.Namespace) -> int:
+    from suite.config import check_names
+
+    check_names(args.task, None, None)
     from suite.runner import resolve_task
     from suite.task import TASKS
 
@@ -109,6 +119,53 @@ def _lazy(module: str, function: str) -> Callable[[argparse.Namespace], int]:
     return call
 
 
+EXAMPLES = """\
+examples:
+  suite list                                               tasks, samplers and budgets
+  suite run --task bfashion --budget smoke                 every sampler on binarised Fashion-MNIST
+  suite run --task cifar10 --sampler edm,infonoise --seeds 0-3 --budget short --dry-run
+  suite run --task cifar10 --budget paper --seeds 3 --launcher slurm --profile example-gpu
+  suite status                                             what ran, runs and failed, with SLURM's view
+  suite table --format long-csv > table.csv                one tidy line per task, sampler and metric
+  suite plot --results /shared/results --out figures       figures of a read-only results folder
+  suite eval results/runs/<comparison>/infonoise/seed0 --grid infogrid --steps 18
+
+exit status: 0 done, 1 a run failed, 2 usage or configuration error, 3 a run left to another process,
+130 interrupted (SIGINT, SIGTERM)."""
+
+RUN_EXAMPLES = """\
+examples:
+  suite run --task bfashion                                every sampler, seed 0, budget smoke
+  suite run --task fashion --sampler edm,infonoise --seeds 0-63
+  suite run --task fashion --sampler edm --seeds 0,2,5 sampler.p_mean=-1.2,0.0   (a sweep: 6 runs)
+  suite run --study studies/reduced-bfashion.yaml --dry-run  a study's grid, checked and printed
+  suite run --task cifar10 --budget paper --launcher slurm --profile example-gpu --partition gpu"""
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Examples kept as written; each option's default appended to its help where the help does not say it
+    already (and where there is one: not None, not False)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if (
+            action.default in (None, False, argparse.SUPPRESS)
+            or "default" in text
+            or not action.option_strings
+        ):
+            return text
+        return f"{text} (default: %(default)s)".lstrip()
+
+
+def _use_formatter(parser: argparse.ArgumentParser) -> None:
+    """``HelpFormatter`` for ``parser`` and every parser below it."""
+    parser.formatter_class = HelpFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _use_formatter(child)
+
+
 TARGET_HELP = (
     "comma list of sampler labels whose best final quality is the time-to-target target "
     "(default: logu,cos,fm,edm, the paper's fixed baselines; the table also reports all fixed samplers)"
@@ -117,31 +174,49 @@ TARGET_HELP = (
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="suite", description="InfoNoise benchmark suite of diffusion noise samplers."
+        prog="suite", description="InfoNoise benchmark suite of diffusion noise samplers.", epilog=EXAMPLES
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="train and evaluate runs (locally or as SLURM job arrays)")
-    run.add_argument("--task", default=None, help="a task (required unless --study)")
-    run.add_argument("--sampler", default=None, help="a sampler name, a comma list, or all (default)")
-    run.add_argument("--budget", default=None, help="a budget (default smoke)")
-    run.add_argument("--seeds", type=int, default=None, help="number of training seeds (0..N-1; default 1)")
+    run = sub.add_parser(
+        "run", help="train and evaluate runs (locally or as SLURM job arrays)", epilog=RUN_EXAMPLES
+    )
+    run.add_argument(
+        "--task",
+        default=None,
+        help=f"a task: {builtin_names('task')} (required unless --study; suite list names plugins' too)",
+    )
+    run.add_argument(
+        "--sampler",
+        default=None,
+        help=f"a sampler, a comma list of them, or all (default): {builtin_names('sampler')}",
+    )
+    run.add_argument(
+        "--budget",
+        default=None,
+        help=f"a budget: {builtin_names('budget')} (default smoke)",
+    )
+    run.add_argument("--seeds", default=None, help=f"training seeds: {SEEDS_HELP} (default 1: seed 0)")
     run.add_argument(
         "--study", default=None, help="a study file (studies/*.yaml): its grid instead of --task etc."
     )
-    run.add_argument("--results", default="results")
+    run.add_argument("--results", default="results", help="results folder")
     run.add_argument("--dry-run", action="store_true", help="check every planned run and print them")
-    run.add_argument("--launcher", choices=["local", "slurm"], default="local")
-    run.add_argument("--partition", default=None)
-    run.add_argument("--gpus-per-run", type=int, default=None)
-    run.add_argument("--time", type=int, default=None, help="minutes per SLURM job")
-    run.add_argument("--array-parallelism", type=int, default=None)
+    run.add_argument(
+        "--launcher", choices=["local", "slurm"], default="local", help="here, or as SLURM job arrays"
+    )
+    run.add_argument("--partition", default=None, help="SLURM partition (default: the profile's)")
+    run.add_argument("--gpus-per-run", type=positive_int, default=None, help="GPUs of one run (>= 1)")
+    run.add_argument("--time", type=positive_int, default=None, help="minutes per SLURM job (>= 1)")
+    run.add_argument(
+        "--array-parallelism", type=positive_int, default=None, help="array tasks running at once (>= 1)"
+    )
     run.add_argument("--profile", default=None, help="cluster profile in slurm/profiles/ (default: local)")
     run.add_argument(
         "--runs-per-gpu",
         type=int,
         default=1,
-        help="train K runs at once on one device, as K processes (SLURM: K runs per array task)",
+        help="train K >= 1 runs at once on one device, as K processes (SLURM: K runs per array task)",
     )
     run.add_argument("overrides", nargs="*", help="key=value config overrides; a,b,c sweeps a value")
     run.set_defaults(func=_run)
@@ -151,8 +226,10 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--metric", default=None, help="one metric of the task (default: all)")
     evaluate.add_argument("--kimg", type=float, default=None, help="one evaluation point (default: all)")
     evaluate.add_argument("--grid", default="karras", help="solver grid: karras | infogrid | …")
-    evaluate.add_argument("--steps", type=int, default=None, help="solver steps (default: the task's)")
-    evaluate.add_argument("--device", default="auto")
+    evaluate.add_argument(
+        "--steps", type=positive_int, default=None, help="solver steps, >= 1 (default: the task's)"
+    )
+    evaluate.add_argument("--device", default="auto", help="cpu, cuda, cuda:K or auto")
     evaluate.set_defaults(func=_lazy("suite.evaluation", "main"))
 
     samples = sub.add_parser(
@@ -197,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     samplers.set_defaults(func=_samplers)
 
     status = sub.add_parser("status", help="state of every run of a results folder")
-    status.add_argument("--results", default="results")
+    status.add_argument("--results", default="results", help="results folder")
     status.set_defaults(func=_lazy("suite.status", "main"))
 
     lease = sub.add_parser("lease", help="a run's lease: suite lease break RUN_DIR")
@@ -209,9 +286,15 @@ def build_parser() -> argparse.ArgumentParser:
     breaking.set_defaults(func=_lazy("suite.lease", "break_command"))
 
     table = sub.add_parser("table", help="compile the comparison table from the records")
-    table.add_argument("--results", default="results")
-    table.add_argument("--budget", default=None)
-    table.add_argument("--format", choices=["md", "latex", "csv"], default="md")
+    table.add_argument("--results", default="results", help="results folder")
+    table.add_argument("--budget", default=None, help="only this budget's rows")
+    table.add_argument(
+        "--format",
+        choices=["md", "latex", "csv", "long-csv", "json"],
+        default="md",
+        help="md (default), latex, csv (the tables one after another, each under a # caption), or the tidy "
+        "long table for pandas: long-csv, json (one line per task, budget, metric, protocol and sampler)",
+    )
     table.add_argument("--target-samplers", default=None, help=TARGET_HELP)
     table.add_argument(
         "--study", default=None, help="a study file: only its grid's runs, missing ones listed"
@@ -221,25 +304,68 @@ def build_parser() -> argparse.ArgumentParser:
     plan = sub.add_parser(
         "plan-seeds", help="seeds a difference to the target needs, from the measured paired spread"
     )
-    plan.add_argument("--results", default="results")
+    plan.add_argument("--results", default="results", help="results folder")
     plan.add_argument(
         "--difference",
         type=float,
         default=None,
         help="difference to detect, in the metric's units (default: each sampler's measured one)",
     )
-    plan.add_argument("--power", type=float, default=0.8, help="power of the paired t test (default 0.8)")
+    plan.add_argument(
+        "--power", type=probability, default=0.8, help="power of the paired t test, in (0, 1) (default 0.8)"
+    )
     plan.add_argument("--target-samplers", default=None, help=TARGET_HELP)
     plan.set_defaults(func=_lazy("suite.statistics", "plan_main"))
 
     plot = sub.add_parser("plot", help="write the figures from the records")
-    plot.add_argument("--results", default="results")
+    plot.add_argument("--results", default="results", help="results folder")
+    plot.add_argument(
+        "--out",
+        default=None,
+        help="folder for the figures (default RESULTS/figures; RESULTS may be read-only)",
+    )
     plot.set_defaults(func=_lazy("suite.plots", "main"))
 
     report = sub.add_parser("report", help="write results/REPORT.md with tables, figures and commands")
-    report.add_argument("--results", default="results")
+    report.add_argument("--results", default="results", help="results folder")
     report.add_argument("--target-samplers", default=None, help=TARGET_HELP)
+    report.add_argument(
+        "--out",
+        default=None,
+        help="folder for REPORT.md and its figures (default RESULTS; RESULTS may then be read-only)",
+    )
     report.set_defaults(func=_lazy("suite.report", "main"))
+
+    fid = sub.add_parser(
+        "fid",
+        help="FID reference statistics as a shareable .npz (EDM's layout), and a folder's FID against one",
+    )
+    fid_actions = fid.add_subparsers(dest="action", required=True)
+    ref = fid_actions.add_parser(
+        "ref", help="write the mu/sigma statistics of a folder or zip of images, or of a task's references"
+    )
+    ref.add_argument("--data", required=True, help="a folder or .zip of images, or a task name")
+    ref.add_argument("--dest", required=True, help="the .npz to write (EDM's layout: mu, sigma)")
+    ref.add_argument(
+        "--budget", default="paper", help="with a task: the budget whose eval.reference picks the references"
+    )
+    ref.add_argument("overrides", nargs="*", help="with a task: key=value config overrides (task.root=…)")
+    ref.set_defaults(func=_lazy("suite.fid_command", "ref_main"))
+    calc = fid_actions.add_parser("calc", help="the FID of a folder or .zip of images against a .npz")
+    calc.add_argument("--images", required=True, help="a folder or .zip of images (at least 2)")
+    calc.add_argument("--ref", required=True, help="reference statistics (.npz of mu, sigma; e.g. EDM's)")
+    for action in (ref, calc):
+        action.add_argument(
+            "--feature-extractor",
+            default="inception-v3-compat",
+            help="a torch-fidelity feature extractor (Inception-v3 gives FID; another, a Fréchet distance)",
+        )
+        action.add_argument("--weights", default=None, help="the extractor's weights file (default: its own)")
+        action.add_argument("--batch-size", type=positive_int, default=64, help="images per batch")
+        action.add_argument(
+            "--device", choices=["auto", "cpu", "cuda"], default="auto", help="where to featurise"
+        )
+    calc.set_defaults(func=_lazy("suite.fid_command", "calc_main"))
 
     bench = sub.add_parser("bench", help="measured speed figures, side by side in one run")
     kinds = bench.add_subparsers(dest="what", required=True)
@@ -280,6 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
         kind.add_argument("--out", default=None, help="also write the figures as JSON to this file")
         kind.add_argument("overrides", nargs="*", help="key=value config overrides")
         kind.set_defaults(func=_lazy("suite.bench", "main"))
+    _use_formatter(parser)
     return parser
 
 

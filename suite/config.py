@@ -27,6 +27,8 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 
+from suite.names import unknown_name
+
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 GROUPS = ("task", "sampler", "budget")
 LOCATION_KEYS = ("results", "device", "task.root", "task.download")
@@ -64,7 +66,7 @@ def config_file(group: str, name: str) -> Path:
         path = folder / group / f"{name}.yaml"
         if path.is_file():
             return path
-    raise ValueError(f"unknown {group} {name!r}; valid {group}s: {', '.join(group_options(group))}")
+    raise ValueError(unknown_name(group, name, group_options(group)))
 
 
 def group_options(group: str) -> list[str]:
@@ -72,10 +74,22 @@ def group_options(group: str) -> list[str]:
     return sorted({p.stem for folder in config_dirs() for p in (folder / group).glob("*.yaml")})
 
 
-def _check_choice(group: str, name: str) -> None:
+def check_names(task: str | None, samplers: str | None, budget: str | None) -> None:
+    """Check the task, the sampler spec (``all`` or a comma list) and the budget a command names (None: not
+    given) against the config folders; ValueError with a did-you-mean (``suite.names.unknown_name``). No
+    torch is imported, so a misspelt name is answered at once."""
+    if task is not None:
+        _check_choice("task", task)
+    for name in [] if samplers in (None, "all") else samplers.split(","):
+        _check_choice("sampler", name.strip(), ", or all")
+    if budget is not None:
+        _check_choice("budget", budget)
+
+
+def _check_choice(group: str, name: str, extra: str = "") -> None:
     options = group_options(group)
     if name not in options:
-        raise ValueError(f"unknown {group} {name!r}; valid {group}s: {', '.join(options)}")
+        raise ValueError(unknown_name(group, name, options, extra))
 
 
 def _compose(overrides: list[str]) -> DictConfig:

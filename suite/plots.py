@@ -616,15 +616,18 @@ def _profile_for(
     return cache[key]
 
 
-def write_figures(results: str | Path, profile_fn: ProfileFn | None = None) -> list[Path]:
-    """Write every figure of the runs under ``results`` to ``<results>/figures/``; returns the PNG/PDF paths.
+def write_figures(
+    results: str | Path, profile_fn: ProfileFn | None = None, out: str | Path | None = None
+) -> list[Path]:
+    """Write every figure of the runs under ``results`` to ``out`` (default ``<results>/figures/``; another
+    folder leaves ``results`` untouched, so it may be read-only); returns the PNG/PDF paths.
 
     ``profile_fn(task_cfg, sigma)`` gives the post hoc profile; by default the one ``suite profile`` saved in
     ``<results>/profiles`` (``suite.profile.saved_profile``), so drawing never reads a data set; without
     one the alignment figure says how to compute it.
     """
     results = Path(results)
-    out = results / "figures"
+    out = Path(out) if out is not None else results / "figures"
     profile_fn = profile_fn or saved_profile(results / "profiles")
     records = load_records(results)
     cache: dict[str, tuple[PosthocProfile | None, str]] = {}
@@ -666,8 +669,8 @@ def write_figures(results: str | Path, profile_fn: ProfileFn | None = None) -> l
 
 
 def main(args: argparse.Namespace) -> int:
-    """``suite plot``: write the figures of ``args.results`` and list them."""
-    written = write_figures(args.results)
+    """``suite plot``: write the figures of ``args.results`` (to ``args.out`` when given) and list them."""
+    written = write_figures(args.results, out=getattr(args, "out", None))
     if not written:
         print(f"no runs with records under {args.results}")
         return 1

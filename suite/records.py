@@ -12,7 +12,9 @@ A run directory holds
                   read as the run's own protocol, see ``suite.results``)
   checkpoints/    see ``suite.checkpoint``
   snapshots/      the EMA network and sampler state at each evaluation point (``suite eval`` re-scores them)
-JSON files are replaced atomically (write to a temporary file, fsync, rename). JSONL rows are appended
+JSON files are replaced atomically (write to a temporary file, fsync, rename), with the mode a plain
+``open`` gives, 0666 less the process's umask (``mkstemp``'s own 0600 would hide them from colleagues on a
+shared cluster; ``created_mode``). JSONL rows are appended
 and fsynced; a kill mid-append can only tear the last line, which readers skip, and a resumed run
 rewrites each JSONL file atomically without the torn line and the rows past its checkpoint, so no row
 is ever written twice.
@@ -47,6 +49,7 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -168,14 +171,35 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def current_umask() -> int:
+    """The process's umask: read from /proc/self/status where Linux gives it (no change of process state),
+    else by setting and restoring it."""
+    with suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def created_mode(base: int = 0o666) -> int:
+    """The mode ``open`` (``base`` 0o666) or ``mkdir`` (0o777) gives a new file or folder: ``base`` less
+    the umask. ``tempfile.mkstemp`` and ``mkdtemp`` create 0600 and 0700 instead; chmod their results to
+    this before renaming them into place."""
+    return base & ~current_umask()
+
+
 def write_atomic(path: str | os.PathLike, data: bytes) -> None:
     """Replace ``path`` with ``data`` so that readers see the old or the new file, never a torn one; a link
-    at ``path`` is replaced, not written through."""
+    at ``path`` is replaced, not written through. The file gets the mode a plain ``open`` gives it
+    (``created_mode``)."""
     path = Path(path)
     check_write(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, created_mode())
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

@@ -1,4 +1,6 @@
-"""``suite report``: ``<results>/REPORT.md``: both tables, every figure and the commands behind each record.
+"""``suite report``: ``<results>/REPORT.md`` (or ``--out DIR``: ``DIR/REPORT.md``, its figures in
+``DIR/figures``, the results folder only read): both tables, every figure and the commands behind each
+record.
 
 The command that reproduces a run is reconstructed from what the run stored, nothing more: its resolved
 ``config.yaml`` is compared key by key with a freshly composed default config of the same task, sampler and
@@ -204,13 +206,17 @@ def write_report(
     budget: str | None = None,
     profile_fn: ProfileFn | None = None,
     targets: Sequence[str] = TARGET_BASELINES,
+    out: str | Path | None = None,
 ) -> Path:
-    """Write ``<results>/REPORT.md`` (and the figures it links); returns its path. ``targets`` are the sampler
-    labels whose best final quality is the first time-to-target target (the paper's fixed baselines)."""
+    """Write ``REPORT.md`` and the figures it links (under ``figures/``) to ``out`` (default ``results``;
+    another folder leaves ``results`` untouched, so it may be read-only); returns its path. ``targets`` are
+    the sampler labels whose best final quality is the first time-to-target target (the paper's fixed
+    baselines)."""
     results = Path(results)
+    folder = Path(out) if out is not None else results
     records = load_records(results)
     published = load_published(results)
-    figures = [p for p in write_figures(results, profile_fn) if p.suffix == ".png"]
+    figures = [p for p in write_figures(results, profile_fn, folder / "figures") if p.suffix == ".png"]
     n_runs = records["run_dir"].nunique()
     lines = [
         "# InfoNoise benchmark report",
@@ -237,19 +243,21 @@ def write_report(
         if mine:
             lines += [f"### {stem}", ""]
         for path in mine:
-            png = path.relative_to(results).as_posix()
-            pdf = path.with_suffix(".pdf").relative_to(results).as_posix()
+            png = path.relative_to(folder).as_posix()
+            pdf = path.with_suffix(".pdf").relative_to(folder).as_posix()
             kind = path.stem[len(stem) + 1 :]
             lines += [f"![{kind}]({png})", "", f"{kind}: [PNG]({png}) · [PDF]({pdf})", ""]
     lines += records_section(results, records)
-    out = results / "REPORT.md"
-    write_atomic(out, ("\n".join(lines) + "\n").encode())
-    return out
+    report = folder / "REPORT.md"
+    write_atomic(report, ("\n".join(lines) + "\n").encode())
+    return report
 
 
 def main(args: argparse.Namespace) -> int:
-    """``suite report``: write ``<results>/REPORT.md``."""
+    """``suite report``: write ``REPORT.md`` to ``args.out`` (default ``args.results``)."""
     targets = parse_targets(getattr(args, "target_samplers", None))
-    out = write_report(args.results, getattr(args, "budget", None), targets=targets)
+    out = write_report(
+        args.results, getattr(args, "budget", None), targets=targets, out=getattr(args, "out", None)
+    )
     print(f"wrote {out}")
     return 0

@@ -44,7 +44,7 @@ import multiprocessing
 import os
 import signal
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
@@ -63,6 +63,7 @@ from suite.config import (
     to_dict,
 )
 from suite.lease import LeaseLost, RunBusy
+from suite.names import unknown_name
 from suite.records import RunDirectory, read_json, write_json
 from suite.sampler import SAMPLERS
 from suite.spec import RunSpec, SpecError, read_spec
@@ -111,14 +112,14 @@ def resolve_samplers(spec: str) -> list[str]:
     registered = set(SAMPLERS.names())
     for name in names:
         if name not in configured or name not in registered:
-            raise ValueError(f"unknown sampler {name!r}; valid samplers: {', '.join(configured)}, or all")
+            raise ValueError(unknown_name("sampler", name, configured, ", or all"))
     return names
 
 
 def resolve_task(name: str) -> str:
     """Check that a task has both a plugin and a config."""
     if name not in TASKS.names() or name not in group_options("task"):
-        raise ValueError(f"unknown task {name!r}; valid tasks: {', '.join(group_options('task'))}")
+        raise ValueError(unknown_name("task", name, group_options("task")))
     return name
 
 
@@ -131,19 +132,23 @@ def plan_runs(
     task: str,
     samplers: str,
     budget: str = "smoke",
-    seeds: int = 1,
+    seeds: int | Sequence[int] = 1,
     results: str | Path = "results",
     overrides: list[str] | None = None,
     first_seed: int = 0,
 ) -> list[PlannedRun]:
-    """Every run of a command line; refuses runs that would break their comparison."""
+    """Every run of a command line; refuses runs that would break their comparison. ``seeds`` is a count
+    (seeds ``first_seed`` … ``first_seed + seeds − 1``) or the seeds themselves (``suite.seeds``)."""
     resolve_task(task)
-    if seeds < 1:
+    if isinstance(seeds, int) and seeds < 1:
         raise ValueError(f"--seeds must be at least 1, got {seeds}")
+    seed_list = range(first_seed, first_seed + seeds) if isinstance(seeds, int) else list(seeds)
+    if not seed_list:
+        raise ValueError("--seeds names no seed; give a count N, a range A-B or a comma list")
     runs = []
     for sweep in expand_sweeps(list(overrides or [])):
         for sampler in resolve_samplers(samplers):
-            for seed in range(first_seed, first_seed + seeds):
+            for seed in seed_list:
                 cfg = compose_run(task, sampler, budget, [*sweep, f"seed={seed}", f"results={results}"])
                 spec = read_spec(cfg)[0]
                 run_dir = comparison_dir(results, spec) / spec.sampler.label / f"seed{seed}"

@@ -5,10 +5,13 @@ seed, the status from ``run.json`` (pending when there is none), the processed k
 (``suite.watch.format_eta`` of the kimg left at its last tick's pace) and its newest evaluation row on the
 run's own solver grid (``metric value @kimg``; rows re-scored on another grid by ``suite eval`` are not
 it). For runs submitted with ``--launcher slurm`` (``slurm.json``) it adds the job id and its state from
-``sacct`` (``unknown`` where there is no accounting). A run whose record says pending or running while its
-job has ended (an exception before the run could record it, out of memory, a kill, a node failure) is shown
-as failed. Failed runs show their error line: ``run.json``'s ``error``, else the last line of the job's
-stderr log.
+``sacct`` (``unknown`` where there is no accounting). A job that ``squeue`` still lists is not over, whatever
+``sacct`` says: a job preempted and requeued (``PreemptMode=REQUEUE``) can read ``PREEMPTED`` in the
+accounting while it waits to run again, and its run is shown as running (its record says running, or
+interrupted when it stopped at the signal), with squeue's state. A run whose record says pending or running
+while its job has ended (an exception before the run could record it, out of memory, a kill, a node
+failure) is shown as failed. Failed runs show their error line: ``run.json``'s ``error``, else the last line
+of the job's stderr log.
 
 The ``holder`` column names the process that holds the run's lease (``suite.lease``): host, pid, since
 when and the heartbeat's age on this host's clock, prefixed ``stale`` for a lease judged stale (its
@@ -113,11 +116,34 @@ def last_error_line(log: str | Path | None) -> str:
     return (own or lines or [""])[-1]
 
 
-def effective_status(recorded: str, slurm_state: str, holder_live: bool | None = None) -> str:
+def parse_squeue(text: str) -> dict[str, str]:
+    """Job id → state from ``squeue -h -r -o %i|%T`` (one line per array task)."""
+    states = {}
+    for line in text.splitlines():
+        job, sep, state = line.strip().partition("|")
+        if sep and state:
+            states[job] = state.split()[0]
+    return states
+
+
+def queue_states() -> dict[str, str] | None:
+    """States of this user's jobs that SLURM still holds (queued, running, requeued, suspended); None when
+    squeue does not work."""
+    out = slurm_command("squeue", "--me", "-h", "-r", "-o", "%i|%T")
+    return parse_squeue(out.stdout) if out and out.returncode == 0 else None
+
+
+def effective_status(
+    recorded: str, slurm_state: str, holder_live: bool | None = None, queued: bool = False
+) -> str:
     """The run's status from its record, corrected by the state of its job and by its lease
-    (``holder_live``: True for a live holder, False for none or a stale one, None when not known)."""
-    if recorded in ("pending", "running") and slurm_state in ENDED_STATES:
+    (``holder_live``: True for a live holder, False for none or a stale one, None when not known). A job
+    that squeue still lists (``queued``) has not ended, whatever its state reads, and its run will run
+    again."""
+    if recorded in ("pending", "running") and slurm_state in ENDED_STATES and not queued:
         return "failed"
+    if queued and recorded in ("running", "interrupted"):
+        return "running"  # stopped by a preemption or a requeue; SLURM runs it again
     if recorded in ("pending", "interrupted") and (slurm_state == "RUNNING" or holder_live):
         return "running"
     if recorded == "running" and slurm_state in ("", "unknown") and holder_live is False:
@@ -174,6 +200,7 @@ def collect(results: str | Path) -> pd.DataFrame:
     runs = find_runs(results)
     submissions = {run.path: read_submission(run.path) for run in runs}
     states = sacct_states(sub["array_job_id"] for sub in submissions.values() if sub.get("array_job_id"))
+    queue = (queue_states() or {}) if any(sub.get("job_id") for sub in submissions.values()) else {}
     rows: list[dict[str, Any]] = []
     me, limit = Holder.of_this_process(), stale_limit()
     for run in runs:
@@ -181,9 +208,10 @@ def collect(results: str | Path) -> pd.DataFrame:
         task, budget = run.comparison.name.rsplit("-", 2)[:2]
         job = sub.get("job_id", "")
         slurm_state = "" if not job else "unknown" if states is None else states.get(job, "unknown")
+        slurm_state = queue.get(job, slurm_state)
         seen, clock = read_lease(run.path), time.time()
         live = False if seen is None else judge(seen, me, limit, clock)
-        status = effective_status(info.get("status", "pending"), slurm_state, live)
+        status = effective_status(info.get("status", "pending"), slurm_state, live, job in queue)
         error = ""
         if status == "failed":
             recorded_error = (info.get("error") or "").strip().splitlines()

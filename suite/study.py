@@ -6,7 +6,7 @@ A study file (``studies/*.yaml``) is a mapping of these keys::
     name: reduced-bfashion         # required: the study's name
     description: ...               # optional: what the grid is for
     budget: short                  # required: a budget config (suite list)
-    seeds: 3                       # required: a count N (seeds 0..N-1) or an inclusive range "A-B"
+    seeds: 3                       # required: a count N (seeds 0..N-1), a range "A-B" or a list "0,2,5"
     tasks: [bfashion]              # required: a list of tasks, or a mapping task -> list of its own overrides
     samplers: all                  # required: all, or a list of sampler names
     overrides: [budget.kimg=256]   # optional: key=value overrides of every run (a,b,c sweeps a value)
@@ -31,7 +31,6 @@ have no finished record as missing.
 from __future__ import annotations
 
 import argparse
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +51,7 @@ from suite.runner import (
     resolve_task,
     run_local,
 )
+from suite.seeds import describe_seeds, parse_seeds
 
 STUDY_KEYS = ("name", "description", "budget", "seeds", "tasks", "samplers", "overrides")
 REQUIRED_KEYS = ("name", "budget", "seeds", "tasks", "samplers")
@@ -68,15 +68,14 @@ class Study:
     name: str
     description: str
     budget: str
-    first_seed: int
-    seeds: int
+    seeds: tuple[int, ...]
     tasks: dict[str, tuple[str, ...]]
     samplers: tuple[str, ...]
     overrides: tuple[str, ...] = ()
 
     @property
     def seed_range(self) -> str:
-        return f"{self.first_seed}-{self.first_seed + self.seeds - 1}"
+        return describe_seeds(self.seeds)
 
 
 @dataclass(frozen=True)
@@ -96,18 +95,12 @@ def _overrides(path: Path, key: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _seeds(path: Path, value: Any) -> tuple[int, int]:
-    """(first seed, count) of ``seeds``: a count N or an inclusive range "A-B"."""
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-        return 0, value
-    match = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", value) if isinstance(value, str) else None
-    if match and int(match.group(1)) <= int(match.group(2)):
-        first, last = int(match.group(1)), int(match.group(2))
-        return first, last - first + 1
-    raise ValueError(
-        f"{path}: seeds must be a count of at least 1 (3: seeds 0-2) or a range A-B with A <= B (0-2), "
-        f"got {value!r}"
-    )
+def _seeds(path: Path, value: Any) -> tuple[int, ...]:
+    """The seeds of ``seeds`` (``suite.seeds.parse_seeds``: a count N, a range "A-B" or a list "0,2,5")."""
+    try:
+        return parse_seeds(value)
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
 
 
 def _samplers(path: Path, value: Any) -> tuple[str, ...]:
@@ -174,14 +167,12 @@ def load_study(path: str | Path) -> Study:
         raise ValueError(
             f"{path}: budget: unknown budget {raw['budget']!r}; valid budgets: {', '.join(budgets)}"
         )
-    first_seed, seeds = _seeds(path, raw["seeds"])
     return Study(
         path=path,
         name=raw["name"],
         description=" ".join(str(raw.get("description", "")).split()),
         budget=raw["budget"],
-        first_seed=first_seed,
-        seeds=seeds,
+        seeds=_seeds(path, raw["seeds"]),
         tasks=_tasks(path, raw["tasks"]),
         samplers=_samplers(path, raw["samplers"]),
         overrides=_overrides(path, "overrides", raw.get("overrides")),
@@ -223,7 +214,6 @@ def plan_study(study: Study, results: str | Path, extra: list[str] | None = None
                 study.seeds,
                 results,
                 overrides,
-                study.first_seed,
             )
         except ValueError as err:
             raise ValueError(f"{study.path}: task {task}: {err}") from None

@@ -1,10 +1,12 @@
 """``suite table``: the comparison and time-to-target tables of a results folder (``suite.table``), the
 confidence intervals and verdicts of ``suite.statistics`` after them, and the runs whose records stop
-short below them."""
+short below them. ``--format long-csv|json`` prints the tidy long table of ``suite.table_long`` instead,
+alone on stdout (the note on incomplete records goes to stderr), so that ``pandas.read_csv`` reads it."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from suite.statistics import STATISTICS_CAPTION, statistics_table
@@ -20,6 +22,7 @@ from suite.table import (
     target_caption,
     time_to_target_table,
 )
+from suite.table_long import LONG_FORMATS, long_table, render_long
 
 
 def main(args: argparse.Namespace) -> int:
@@ -33,12 +36,20 @@ def main(args: argparse.Namespace) -> int:
     if getattr(args, "study", None):
         from suite.study import restrict_to_study
 
-        df = restrict_to_study(df, args.study, args.results, getattr(args, "budget", None), fmt)
+        if fmt in LONG_FORMATS:  # the study's header and missing runs go to stderr, the table alone to stdout
+            with contextlib.redirect_stdout(sys.stderr):
+                df = restrict_to_study(df, args.study, args.results, getattr(args, "budget", None), "csv")
+        else:
+            df = restrict_to_study(df, args.study, args.results, getattr(args, "budget", None), fmt)
     if df.empty:
         print(f"no records under {args.results}", file=sys.stderr)
         print(incomplete_note(df, fmt), end="", file=sys.stderr)
         return 1
     budget = getattr(args, "budget", None)
+    if fmt in LONG_FORMATS:
+        print(render_long(long_table(df, budget, load_published(args.results)), fmt), end="")
+        print(incomplete_note(df, "csv"), end="", file=sys.stderr)
+        return 0
     targets = parse_targets(getattr(args, "target_samplers", None))
     print(render(comparison_table(df, budget, load_published(args.results)), fmt, COMPARISON_CAPTION))
     print(render(time_to_target_table(df, budget, targets), fmt, target_caption(targets), NO_TARGET))

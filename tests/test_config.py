@@ -64,11 +64,12 @@ def test_mixing_a_different_comparison_into_a_folder_is_refused(tmp_path):
     [
         (
             ["run", "--task", "cifar99", "--dry-run"],
-            f"unknown task 'cifar99'; valid tasks: {', '.join(group_options('task'))}\n",
+            "unknown task 'cifar99'; did you mean dcifar, cifar10? "
+            f"valid tasks: {', '.join(group_options('task'))}\n",
         ),
         (
             ["run", "--task", "bfashion", "--sampler", "edn", "--dry-run"],
-            "unknown sampler 'edn'; valid samplers:",
+            "unknown sampler 'edn'; did you mean edm? valid samplers:",
         ),
         (
             ["run", "--task", "bfashion", "--budget", "huge", "--dry-run"],

@@ -356,6 +356,92 @@ def test_runs_are_split_at_the_clusters_max_array_size(small_array_cluster, data
     cancel_jobs(results)
 
 
+PREEMPT_CONF = "\n".join(
+    [
+        "PreemptType=preempt/partition_prio",
+        "PreemptMode=REQUEUE",
+        "PartitionName=low Nodes=ALL PriorityTier=1 MaxTime=INFINITE State=UP",
+        "PartitionName=high Nodes=ALL PriorityTier=10 PreemptMode=OFF MaxTime=INFINITE State=UP",
+    ]
+)
+
+
+@pytest.fixture
+def preempting_cluster(slurm_cluster, monkeypatch) -> Iterator[str]:
+    """A second, private cluster with accounting (other ports) whose partition ``high`` preempts jobs of
+    ``low`` by requeueing them (``PreemptMode=REQUEUE``); SLURM_CONF points to it."""
+    if os.geteuid() != 0:
+        pytest.skip("starting a second local cluster needs root")
+    cluster_dir = tempfile.mkdtemp(prefix="islp-", dir="/tmp")
+    env = {
+        "SLURM_LOCAL_EXTRA_CONF": PREEMPT_CONF,
+        "SLURM_LOCAL_CTLD_PORT": "7017",
+        "SLURM_LOCAL_SLURMD_PORT": "7018",
+        "SLURM_LOCAL_DBD_PORT": "7019",
+        "SLURM_LOCAL_DB_PORT": "16233",
+    }
+
+    def script(cmd: str) -> subprocess.CompletedProcess[str]:
+        return cluster_script(cmd, cluster_dir, 300, **env)
+
+    up = script("up")
+    try:
+        assert up.returncode == 0, up.stderr
+        conf = f"{cluster_dir}/slurm.conf"
+        monkeypatch.setenv("SLURM_CONF", conf)
+        yield conf
+    finally:
+        script("purge")
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(600)
+def test_a_preempted_and_requeued_run_shows_as_running_then_finishes(preempting_cluster, data, tmp_path):
+    """A job of ``low`` preempted by a whole-node job of ``high`` reads PREEMPTED in the accounting while
+    SLURM requeues it: ``suite status`` shows its run as running (squeue's state beside it), never as
+    failed; once the node is free the run resumes and ends done."""
+    results = tmp_path / "preempted"
+    run_cli(
+        suite_args(
+            results, data, "edm", "--launcher=slurm", "--partition=low", overrides=("budget.kimg=1.6",)
+        )
+    )
+    blocker = None
+    try:
+        (run_dir,) = results.glob("runs/*/edm/seed0")
+        job = read_json(run_dir / "slurm.json")["job_id"]
+
+        def training() -> bool:
+            info = read_json(run_dir / "run.json") if (run_dir / "run.json").is_file() else {}
+            return info.get("status") == "running" and info.get("kimg", 0) >= 0.1
+
+        wait_for("training to start", training, RUNS_DEADLINE_S)
+        blocker = subprocess.run(
+            ["sbatch", "--parsable", "-p", "high", "--exclusive", "-N1", "--wrap", "sleep 300"],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
+        # the preempted instance's state: PREEMPTED (REQUEUED on Slurm versions that record the requeue)
+        preempted = {"PREEMPTED", "REQUEUED"}
+        wait_for("the preemption in sacct", lambda: preempted & set(requeue_history(job)), RUNS_DEADLINE_S)
+        (row,) = collect(results).to_dict("records")
+        assert row["status"] == "running" and row["slurm"] not in ENDED_STATES, row
+        printed = status_cli(results)
+        assert "failed" not in printed and "1 running" in printed, printed
+        subprocess.run(["scancel", blocker], check=True, capture_output=True, timeout=30)
+        blocker = None
+        (final,) = wait_for("the run to finish", runs_finished(results, 1), RUNS_DEADLINE_S)
+    finally:
+        if blocker:
+            subprocess.run(["scancel", blocker], capture_output=True, timeout=30, check=False)
+        cancel_jobs(results)
+    assert final["status"] == "done"
+    assert read_json(run_dir / "run.json")["resumed_from_kimg"] > 0
+    assert [r["kimg"] for r in read_jsonl(run_dir / "records.jsonl")] == [0.8, 1.6]
+
+
 # --- pure helpers (no cluster) ---
 
 

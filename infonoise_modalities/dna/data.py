@@ -27,7 +27,9 @@ them.
 
 Integrity. The archive is pinned (``DDSM_ARCHIVE``: md5 and size, as a third-party preparer of the same
 record records them; not re-checked against Zenodo from this project's offline machine) and checked before
-anything is unpacked, offline, whether it was downloaded or given; ``--unpinned-archive`` (a re-released
+anything is unpacked, offline, whether it was downloaded or given. A download goes through torchvision's
+``download_url`` (a progress bar, the md5 checked) to a temporary name, and a failed or corrupted attempt is
+retried (``DOWNLOAD_ATTEMPTS`` in all, waiting 5 s, then 10 s); ``--unpinned-archive`` (a re-released
 archive) checks it against the Zenodo record instead, or only warns when Zenodo is unreachable. Members are
 extracted to temporary names, compared with the size their tar header gives, and renamed into place only
 when whole, so a truncated archive leaves no partial file. A genome without a chromosome that the TSS table
@@ -360,6 +362,9 @@ def extract_windows(
     return windows, int((~ok).sum())
 
 
+DOWNLOAD_ATTEMPTS = 3
+
+
 def sha256_file(path: str | Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -567,25 +572,42 @@ def download_archive(dest: Path, pin: ArchivePin | None) -> Path:
     target = dest / "data.tar.gz"
     if not (target.is_file() and target.stat().st_size == size):
         print(f"downloading {DDSM_ARCHIVE_URL} ({size / 1e9:.1f} GB) to {target}", flush=True)
-
-        def fetch(out: BinaryIO) -> None:
-            with (
-                urllib.request.urlopen(DDSM_ARCHIVE_URL, timeout=60) as response,
-                tqdm(
-                    total=size,
-                    unit="B",
-                    unit_scale=True,
-                    desc="download data.tar.gz",
-                    disable=not progress_enabled(),
-                ) as bar,
-            ):
-                for block in iter(lambda: response.read(1 << 22), b""):
-                    out.write(block)
-                    bar.update(len(block))
-
-        _publish(target, fetch)
+        download(DDSM_ARCHIVE_URL, target, expected[0].md5)
     verify_archive(target, *expected)
     return target
+
+
+def download(
+    url: str, target: Path, md5: str | None = None, attempts: int = DOWNLOAD_ATTEMPTS, wait_s: float = 5.0
+) -> None:
+    """Download ``url`` to ``target`` with torchvision's ``download_url`` (a progress bar; the md5 checked
+    when given) through the temporary name ``_temporary(target)``, renamed into place only when whole.
+    A failed attempt (a network error, or a file whose md5 differs) is retried after ``wait_s``, doubling,
+    ``attempts`` times in all; then OSError names the URL, the attempts and the last error."""
+    from torchvision.datasets.utils import download_url
+
+    partial = _temporary(target)
+    for attempt in range(1, attempts + 1):
+        partial.unlink(missing_ok=True)  # download_url keeps a file already there when md5 is None
+        try:
+            download_url(url, str(partial.parent), partial.name, md5=md5)
+            os.replace(partial, target)
+            return
+        except (OSError, RuntimeError) as err:
+            partial.unlink(missing_ok=True)
+            last = f"{type(err).__name__}: {err}"
+            if attempt == attempts:
+                raise OSError(
+                    f"downloading {url} failed {attempts} times; last error: {last}. Fix: check the network "
+                    f"(or download it elsewhere and give the file to `suite data`)"
+                ) from None
+            delay = wait_s * 2 ** (attempt - 1)
+            print(
+                f"download of {url} failed ({last}); attempt {attempt + 1} of {attempts} in {delay:g} s",
+                file=sys.stderr,
+                flush=True,
+            )
+            time.sleep(delay)
 
 
 ARCHIVE_DAMAGE = (EOFError, tarfile.ReadError, zlib.error, gzip.BadGzipFile)

@@ -236,6 +236,36 @@ class FrechetDistance:
         name = f"ref-{reference_key(reference)}-{self.feature_extractor}-{self.layer}-{self.weights_key}.npz"
         return self.cache_dir / "fid-stats" / name
 
+    def _features(self, images: Tensor, what: str) -> Tensor:
+        """Features [N, d] of uint8 ``images`` [N, C, H, W] (C in {1, 3}) at this extractor's layer, as
+        torch-fidelity's own extraction gives them."""
+        if self._inception_archive is not None:
+            weights: io.BytesIO | str | None = io.BytesIO(self._inception_archive)
+        else:
+            weights = None if self.weights_path is None else str(self.weights_path)
+        kwargs = {
+            "input1": ImageTensorDataset(images, what),
+            "feature_extractor": self.feature_extractor,
+            "feature_extractor_weights_path": weights,
+            "batch_size": self.batch_size,
+            "cuda": self.cuda,
+            "save_cpu_ram": True,
+            "verbose": False,
+        }
+        extractor = create_feature_extractor(self.feature_extractor, [self.layer], **kwargs)
+        return extract_featuresdict_from_input_id(1, extractor, **kwargs)[self.layer]
+
+    def statistics(self, images: Tensor) -> tuple[np.ndarray, np.ndarray]:
+        """(mu, sigma) of ``images``, computed as the cached reference statistics are (torch-fidelity's
+        ``fid_features_to_statistics``); ``suite fid ref`` writes them."""
+        stats = fid_features_to_statistics(self._features(images, "reference"))
+        return stats["mu"], stats["sigma"]
+
+    def features(self, images: Tensor) -> np.ndarray:
+        """float64 features [N, d] of uint8 ``images`` (``suite fid calc`` scores them with
+        ``frechet_distance`` against a statistics file)."""
+        return self._features(images, "images").to(torch.float64).numpy()
+
     def __call__(self, generated: Tensor, reference: Tensor) -> float:
         """Distance between `generated` and `reference`, both uint8 [N, C, H, W] with C in {1, 3}.
 

@@ -1,0 +1,63 @@
+"""Command-line values checked before torch is imported: task, sampler and budget names against the config
+folders (``suite.config.group_options``: the suite's ``suite/conf`` and the plugins' config folders, read
+without importing a plugin's code), with a did-you-mean from ``difflib``'s closest matches, and numbers
+against their ranges. This module imports nothing of the suite.
+
+``unknown_name`` words the error for a bad name, naming the value, the closest valid names and every valid
+one, e.g. ``unknown task 'cifar'; did you mean dcifar, cifar10? valid tasks: bfashion, bmnist, …``
+(``suite.config.check_names`` raises it for a command's names; ``suite.cli`` prints it as one ``error:``
+line, exit status 2); ``suite.runner`` and ``suite.config`` word their other name checks the same way. A
+task or sampler that has a config but no registered plugin is still refused later, by ``suite.runner``,
+once the plugins are imported. The number checks are ``argparse`` types: a bad value ends the parse with
+argparse's one-line usage error (exit status 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+from collections.abc import Sequence
+from pathlib import Path
+
+CONF_DIR = Path(__file__).resolve().parent / "conf"
+
+
+def builtin_names(group: str) -> str:
+    """The suite's own configs of ``group`` (``suite/conf/<group>/*.yaml``; plugins' are not imported for
+    ``--help``), comma-joined."""
+    return ", ".join(sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml")))
+
+
+def did_you_mean(name: str, options: Sequence[str]) -> str:
+    """ "did you mean cifar10? " with up to three of ``options`` closest to ``name`` ("" when none is)."""
+    close = difflib.get_close_matches(name, list(options), n=3, cutoff=0.6)
+    return f"did you mean {', '.join(close)}? " if close else ""
+
+
+def unknown_name(group: str, name: str, options: Sequence[str], extra: str = "") -> str:
+    """ "unknown task 'cifar'; did you mean cifar10? valid tasks: …" (``extra`` after the list)."""
+    return (
+        f"unknown {group} {name!r}; {did_you_mean(name, options)}valid {group}s: {', '.join(options)}{extra}"
+    )
+
+
+def positive_int(text: str) -> int:
+    """An integer ≥ 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
+    return value
+
+
+def probability(text: str) -> float:
+    """A number strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1, got {value}")
+    return value

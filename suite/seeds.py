@@ -1,0 +1,50 @@
+"""Training seeds as ``--seeds`` and a study's ``seeds:`` give them (no torch imported here).
+
+Three forms, in the habit of EDM's ``--seeds 0-63`` (``generate.py``'s integer lists):
+
+* a count ``N``: seeds 0 … N−1 (``3`` → 0, 1, 2; the suite's long-standing meaning of ``--seeds N``);
+* an inclusive range ``A-B`` with A ≤ B: seeds A … B (``0-63``; ``5-5`` is seed 5 alone);
+* a comma list of seeds and ranges ``0,2,5`` or ``0-3,8``: exactly those, in increasing order.
+
+Seed k of every sampler lives in ``seed<k>/`` and uses the same data order and initialisation, so seeds
+given twice are refused rather than run twice.
+"""
+
+from __future__ import annotations
+
+import re
+
+SEEDS_HELP = "a count N (seeds 0..N-1), a range A-B (inclusive: 0-63) or a comma list (0,2,5 or 0-3,8)"
+_RANGE = re.compile(r"(\d+)(?:-(\d+))?")
+
+
+def parse_seeds(value: int | str, what: str = "seeds") -> tuple[int, ...]:
+    """The seeds ``value`` names (module docstring); ValueError naming ``what`` (the flag or key), the value
+    and the valid forms."""
+    if isinstance(value, bool):
+        raise ValueError(f"{what} must be {SEEDS_HELP}; got {value!r}")
+    if isinstance(value, int):
+        if value < 1:
+            raise ValueError(f"{what} must be at least 1 as a count ({SEEDS_HELP}); got {value}")
+        return tuple(range(value))
+    text = str(value).replace(" ", "")
+    if text.isdigit():
+        return parse_seeds(int(text), what)
+    seeds: list[int] = []
+    for part in text.split(","):
+        match = _RANGE.fullmatch(part)
+        if match is None or (match.group(2) is not None and int(match.group(2)) < int(match.group(1))):
+            raise ValueError(f"{what} must be {SEEDS_HELP}; got {value!r} ({part!r} is none of these)")
+        first = int(match.group(1))
+        seeds += range(first, int(match.group(2) or first) + 1)
+    if len(set(seeds)) != len(seeds):
+        twice = sorted({s for s in seeds if seeds.count(s) > 1})
+        raise ValueError(f"{what} {value!r} name seed(s) {', '.join(map(str, twice))} more than once")
+    return tuple(sorted(seeds))
+
+
+def describe_seeds(seeds: tuple[int, ...]) -> str:
+    """ "0-2" for consecutive seeds, "0,2,5" otherwise."""
+    if len(seeds) > 1 and list(seeds) == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ",".join(map(str, seeds))
