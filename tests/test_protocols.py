@@ -1,0 +1,131 @@
+"""Each row's own evaluation protocol, on the offline stand-ins.
+
+DNA (DDSM): the final point generates one sample per reference (test) window, conditioned on that window's
+own signal, and scores it against those windows; Sei distances are recorded at both layers, each beside a
+real-vs-real floor. Text (mauve-text): MAUVE compares each generated text, prompt included, with the real
+text of the same prompt, equal counts on both sides. Only FID takes the best of several seed ranges.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch import Tensor, nn
+
+from suite.assembly import build_task
+from suite.config import compose_run
+from suite.evaluation import Evaluator
+from suite.metrics import EvalInputs, Metric, MetricSpec
+from suite.spec import SpecError, run_spec
+
+CPU = torch.device("cpu")
+BASES = "ACGT"
+
+
+class Recorder(Metric):
+    """A metric that keeps what it was given (a test's window on the evaluator's inputs)."""
+
+    def __init__(self, options: Mapping[str, Any], device: torch.device, cache_dir: Path) -> None:
+        super().__init__(options, device, cache_dir)
+        self.seen: list[EvalInputs] = []
+
+    @property
+    def spec(self) -> MetricSpec:
+        return MetricSpec("recorded", higher_is_better=False, label="inputs recorded by the test")
+
+    def __call__(self, inputs: EvalInputs) -> dict[str, float]:
+        self.seen.append(inputs)
+        return {"value": 0.0}
+
+
+def signal_bases(signal: Tensor) -> Tensor:
+    """Base codes [N, L] of signal tracks [N, 1, L]: each position's level, in quarters of its track's peak."""
+    scaled = signal[:, 0] / signal.amax(dim=(1, 2))[:, None].clamp(min=1e-6)
+    return (scaled[..., None] > torch.tensor([0.25, 0.5, 0.75])).sum(dim=-1)
+
+
+class SignalEcho(nn.Module):
+    """A denoiser whose output is the one-hot of ``signal_bases(signal)``: the solver then ends exactly on
+    it (D constant in x), so each generated sequence spells the signal that conditioned it."""
+
+    def forward(self, x: Tensor, sigma: Tensor, signal: Tensor) -> Tensor:
+        return nn.functional.one_hot(signal_bases(signal), 4).transpose(1, 2).to(x)
+
+
+def spelled(signal: Tensor) -> list[str]:
+    return ["".join(BASES[c] for c in row.tolist()) for row in signal_bases(signal)]
+
+
+def dna_evaluator(tmp_path: Path, *overrides: str) -> Evaluator:
+    cfg = compose_run(
+        "dna",
+        "edm",
+        "smoke",
+        [
+            "device=cpu",
+            "task.stand_in_train=16",
+            "task.stand_in_reference=12",
+            "task.solver_steps=2",
+            "budget.eval.samples=4",
+            "budget.eval.reference=8",
+            "budget.eval.batch_size=5",
+            *overrides,
+        ],
+    )
+    spec = run_spec(cfg)
+    task = build_task(spec)
+    return Evaluator(spec, task, task.load(), CPU)
+
+
+def test_the_final_dna_evaluation_scores_one_sample_per_test_window_conditioned_on_its_own_signal(tmp_path):
+    evaluator = dna_evaluator(tmp_path)
+    recorder = Recorder({}, CPU, tmp_path)
+    evaluator.metrics.append(recorder)
+    windows = evaluator.data.reference
+    n_windows = len(windows)
+    every = windows.batch(torch.arange(n_windows), CPU)
+
+    rows = evaluator.evaluate(SignalEcho(), 1000, 0.0, False, final=True)
+    (inputs,) = recorder.seen
+    assert len(inputs.generated) == len(inputs.reference) == len(inputs.matched) == n_windows
+    assert inputs.generated == spelled(every.cond["signal"])  # sample i was conditioned on window i
+    assert len(set(inputs.generated)) > 1  # the signals differ, so a misaligned condition would show
+    assert inputs.reference == inputs.matched == evaluator.task.decode_reference(every)
+    assert {(r["n_samples"], r["n_reference"], r["reference_split"]) for r in rows} == {(n_windows,) * 3}
+
+    evaluator.evaluate(SignalEcho(), 500, 0.0, False, final=False)  # a curve point keeps the budget's counts
+    assert len(recorder.seen[1].generated) == 4 and len(recorder.seen[1].reference) == 8
+
+
+def test_sei_distances_are_recorded_at_both_layers_beside_a_finite_real_vs_real_floor(tmp_path):
+    evaluator = dna_evaluator(tmp_path)
+    (row,) = [r for r in evaluator.evaluate(SignalEcho(), 1000, 0.0, False, final=True)]
+    assert row["metric"] == "random-feature-fd" and "spline" in row["metric_label"]
+    extra = row["extra"]
+    assert row["value"] == extra["fd_spline"]  # the configured layer is the row's value
+    for layer in ("predictions", "spline"):
+        assert math.isfinite(extra[f"fd_{layer}"]) and extra[f"fd_{layer}"] >= 0
+        assert math.isfinite(extra[f"floor_{layer}"]) and extra[f"floor_{layer}"] >= 0
+        # two halves of real windows are closer than the signal-spelled sequences are to the windows
+        assert extra[f"floor_{layer}"] < extra[f"fd_{layer}"]
+    assert extra["n_floor"] == len(evaluator.data.reference) // 2
+
+
+def test_only_fid_takes_the_best_of_several_seed_ranges(tmp_path):
+    evaluator = dna_evaluator(tmp_path, "task.final_eval=budget", "budget.eval.final_ranges=3")
+    recorder = Recorder({}, CPU, tmp_path)
+    evaluator.metrics.append(recorder)
+    rows = evaluator.evaluate(SignalEcho(), 1000, 0.0, False, final=True)
+    assert len(recorder.seen) == 1  # one generated set: no metric here takes the best of ranges
+    assert all("n_ranges" not in r["extra"] for r in rows)
+
+
+def test_an_unknown_final_evaluation_protocol_is_refused_naming_the_valid_ones():
+    cfg = compose_run("dna", "edm", "smoke", ["task.final_eval=best"])
+    with pytest.raises(SpecError, match=r"task.final_eval='best': valid: budget, per_reference"):
+        run_spec(cfg)
