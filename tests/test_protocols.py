@@ -44,7 +44,7 @@ class Recorder(Metric):
 
 
 def signal_bases(signal: Tensor) -> Tensor:
-    """Base codes [N, L] of signal tracks [N, 1, L]: each position's level, in quarters of its track's peak."""
+    """Base codes [N, L] of signal tracks [N, 1, L]: each position's level in quarters of the track peak."""
     scaled = signal[:, 0] / signal.amax(dim=(1, 2))[:, None].clamp(min=1e-6)
     return (scaled[..., None] > torch.tensor([0.25, 0.5, 0.75])).sum(dim=-1)
 

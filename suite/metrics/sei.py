@@ -19,8 +19,10 @@ over the sequence and its reverse complement with selene-sdk's ``NonStrandSpecif
 Metrics.
 - ``sei-fid``: Fréchet distance (``suite.metrics.frechet``, exact, in sample space) between Sei features of
   generated sequences and of the reference split (test chromosomes). No canonical definition exists; the
-  layer is an option, ``predictions`` (21,907 strand-averaged sigmoid outputs, the default) or ``spline``
-  (15,360 strand-averaged spline features), and the label records it (docs/dna.md says why).
+  layer of the value is an option, ``predictions`` (21,907 strand-averaged sigmoid outputs, the default) or
+  ``spline`` (15,360 strand-averaged spline features), and the label records it (docs/dna.md says why).
+  Both layers' distances are recorded, each beside a real-vs-real floor: the distance between two disjoint
+  halves of the reference sequences, computed once per reference set, which gives the value its scale.
 - ``sp-mse``: DDSM's promoter metric, mean over sequences of (h(generated) − h(real))², h = mean of Sei's
   predictions over the targets whose assay (second ``|`` field of ``target.sei.names``) is H3K4me3, the
   real sequence being the one whose CAGE signal conditioned the generated one (``EvalInputs.matched``).
@@ -358,8 +360,32 @@ def _check_sequences(inputs: EvalInputs) -> None:
             raise ValueError(f"Sei metrics take base strings; {what} is {type(value).__name__}")
 
 
+FLOOR_SEED = 0
+
+
+def disjoint_halves(n: int, seed: int = FLOOR_SEED) -> tuple[np.ndarray, np.ndarray]:
+    """Two disjoint halves (⌊n/2⌋ rows each) of a fixed random permutation of range(n) (``seed``)."""
+    if n < 4:
+        raise ValueError(f"a real-vs-real floor needs at least 4 reference sequences (2 per half), got {n}")
+    order = np.random.default_rng(seed).permutation(n)
+    half = n // 2
+    return np.sort(order[:half]), np.sort(order[half : 2 * half])
+
+
 class _FrechetOnSei(Metric):
-    """Fréchet distance between Sei features of generated and reference sequences."""
+    """Fréchet distance between Sei features of generated and reference sequences, at both layers.
+
+    The value is the distance at the configured ``layer``; the distances at both layers are recorded
+    (``fd_predictions``, ``fd_spline``), each beside its real-vs-real floor (``floor_predictions``,
+    ``floor_spline``): the distance between two disjoint halves of the reference sequences (a fixed random
+    split), computed once per reference set. No published definition of Sei-FID exists and the two layers
+    differ by orders of magnitude, so a value is read against its floor, the distance two real samples of
+    the same windows keep; the floor compares half-size sets, so it sits above the floor at full size.
+    """
+
+    def __init__(self, options: Mapping[str, Any], device: torch.device, cache_dir: Path) -> None:
+        super().__init__(options, device, cache_dir)
+        self._floors: dict[str, dict[str, float]] = {}
 
     def _featurizer(self) -> SeiFeaturizer:
         raise NotImplementedError
@@ -371,16 +397,36 @@ class _FrechetOnSei(Metric):
             raise ValueError(f"unknown Sei layer {layer!r}; valid: {', '.join(LAYERS)}")
         return layer
 
+    def floors(self, reference: Sequence[str]) -> dict[str, float]:
+        """{layer: FD between Sei features of two disjoint halves of ``reference``}, memoised by content."""
+        key = _sequences_key(reference)
+        if key not in self._floors:
+            features = self._featurizer()(reference)
+            first, second = disjoint_halves(len(reference))
+            self._floors[key] = {
+                layer: frechet_distance(features[layer][first], features[layer][second], device=self.device)
+                for layer in LAYERS
+            }
+        return self._floors[key]
+
     def __call__(self, inputs: EvalInputs) -> dict[str, float]:
         _check_sequences(inputs)
         sei = self._featurizer()
-        generated = sei(inputs.generated)[self.layer]
-        reference = sei(inputs.reference)[self.layer]
+        generated = sei(inputs.generated)
+        reference = sei(inputs.reference)
+        distances = {
+            layer: frechet_distance(generated[layer], reference[layer], device=self.device)
+            for layer in LAYERS
+        }
+        floors = self.floors(inputs.reference)
         return {
-            "value": frechet_distance(generated, reference, device=self.device),
-            "feature_dim": float(generated.shape[1]),
-            "n_generated": float(generated.shape[0]),
-            "n_reference": float(reference.shape[0]),
+            "value": distances[self.layer],
+            **{f"fd_{layer}": distances[layer] for layer in LAYERS},
+            **{f"floor_{layer}": floors[layer] for layer in LAYERS},
+            "feature_dim": float(generated[self.layer].shape[1]),
+            "n_generated": float(len(inputs.generated)),
+            "n_reference": float(len(inputs.reference)),
+            "n_floor": float(len(inputs.reference) // 2),
         }
 
 
