@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 import torch
 from torch import Tensor, nn
@@ -23,6 +24,7 @@ from suite.config import compose_run
 from suite.evaluation import CONDITION_SEED, Evaluator, fixed_choice
 from suite.metrics import EvalInputs, Metric, MetricSpec
 from suite.spec import SpecError, run_spec
+from suite.table import floor_caption, format_value
 
 CPU = torch.device("cpu")
 BASES = "ACGT"
@@ -115,6 +117,13 @@ def test_sei_distances_are_recorded_at_both_layers_beside_a_finite_real_vs_real_
         # two halves of real windows are closer than the signal-spelled sequences are to the windows
         assert extra[f"floor_{layer}"] < extra[f"fd_{layer}"]
     assert extra["n_floor"] == len(evaluator.data.reference) // 2
+
+    records = pd.DataFrame([{**row, "run_dir": "run", "protocol": "", "status": "done"}])
+    caption = floor_caption(records)
+    assert row["metric_label"] in caption and "spline" in row["metric_label"]  # the table's layer
+    for layer in ("predictions", "spline"):
+        assert f"{layer} {format_value(extra[f'floor_{layer}'])}" in caption
+    assert floor_caption(records.assign(extra=[{"std": 1.0}])) == ""  # FID-like rows: caption unchanged
 
 
 def test_only_fid_takes_the_best_of_several_seed_ranges(tmp_path):
