@@ -361,12 +361,14 @@ def _check_sequences(inputs: EvalInputs) -> None:
 
 
 FLOOR_SEED = 0
+MIN_HALF = 2
 
 
 def disjoint_halves(n: int, seed: int = FLOOR_SEED) -> tuple[np.ndarray, np.ndarray]:
     """Two disjoint halves (⌊n/2⌋ rows each) of a fixed random permutation of range(n) (``seed``)."""
-    if n < 4:
-        raise ValueError(f"a real-vs-real floor needs at least 4 reference sequences (2 per half), got {n}")
+    if n < 2 * MIN_HALF:
+        need = f"at least {2 * MIN_HALF} reference sequences ({MIN_HALF} per half)"
+        raise ValueError(f"a real-vs-real floor needs {need}, got {n}")
     order = np.random.default_rng(seed).permutation(n)
     half = n // 2
     return np.sort(order[:half]), np.sort(order[half : 2 * half])
@@ -378,9 +380,10 @@ class _FrechetOnSei(Metric):
     The value is the distance at the configured ``layer``; the distances at both layers are recorded
     (``fd_predictions``, ``fd_spline``), each beside its real-vs-real floor (``floor_predictions``,
     ``floor_spline``): the distance between two disjoint halves of the reference sequences (a fixed random
-    split), computed once per reference set. No published definition of Sei-FID exists and the two layers
-    differ by orders of magnitude, so a value is read against its floor, the distance two real samples of
-    the same windows keep; the floor compares half-size sets, so it sits above the floor at full size.
+    split), computed once per reference set (a reference of fewer than 4 sequences has none). No published
+    definition of Sei-FID exists and the two layers differ by orders of magnitude, so a value is read
+    against its floor, the distance two real samples of the same windows keep; the floor compares
+    half-size sets, so it sits above the floor at full size.
     """
 
     def __init__(self, options: Mapping[str, Any], device: torch.device, cache_dir: Path) -> None:
@@ -418,14 +421,19 @@ class _FrechetOnSei(Metric):
             layer: frechet_distance(generated[layer], reference[layer], device=self.device)
             for layer in LAYERS
         }
-        floors = self.floors(inputs.reference)
-        return {
+        result = {
             "value": distances[self.layer],
             **{f"fd_{layer}": distances[layer] for layer in LAYERS},
-            **{f"floor_{layer}": floors[layer] for layer in LAYERS},
             "feature_dim": float(generated[self.layer].shape[1]),
             "n_generated": float(len(inputs.generated)),
             "n_reference": float(len(inputs.reference)),
+        }
+        if len(inputs.reference) < 2 * MIN_HALF:  # each half needs a covariance: no floor to record
+            return result
+        floors = self.floors(inputs.reference)
+        return {
+            **result,
+            **{f"floor_{layer}": floors[layer] for layer in LAYERS},
             "n_floor": float(len(inputs.reference) // 2),
         }
 
