@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 import pytest
 import torch
+from plugins.mog2d import MixtureOfGaussians, mixture_points
 from torch import Tensor, nn
 
 from suite.assembly import build_parts, build_task
@@ -168,3 +169,22 @@ def test_mauve_compares_each_generated_text_whole_with_the_real_text_of_the_same
     assert mauve["extra"]["same_prompts"] == 1.0
     assert mauve["extra"]["n_samples"] == mauve["extra"]["n_reference"] == 12
     assert 0.0 < mauve["value"] <= 1.0
+
+
+def test_a_task_configures_a_frechet_distance_in_identity_features_instead_of_writing_a_metric(tmp_path):
+    task = MixtureOfGaussians({"metrics": {"frechet": {"featurizer": "identity"}}})
+    (metric,) = task.metrics(CPU, tmp_path)
+    assert metric.spec.name == "fd-identity" and not metric.spec.higher_is_better
+    assert metric.spec.published is None and metric.spec.substitutes is None  # a task's own metric
+    reference = torch.from_numpy(mixture_points(512, components=8, radius=1.5, spread=0.1, seed=0))
+    shift = torch.tensor([0.3, -0.4])
+    row = metric(EvalInputs(reference + shift, reference))
+    assert row["value"] == pytest.approx(0.25, abs=1e-9)  # equal covariances: FD = ‖shift‖² exactly
+    assert row["fd_samples"] == row["value"] and row["n_floor"] == 256
+    assert 0 <= row["floor_samples"] < row["value"]  # two halves of one mixture sample are closer
+    with pytest.raises(ValueError, match=r"unknown identity layer 'pool3'; valid: samples"):
+        MixtureOfGaussians({"metrics": {"frechet": {"featurizer": "identity", "layer": "pool3"}}}).metrics(
+            CPU, tmp_path
+        )
+    with pytest.raises(ValueError, match=r"needs the option featurizer; valid: .*identity.*random-sei.*sei"):
+        MixtureOfGaussians({"metrics": {"frechet": {}}}).metrics(CPU, tmp_path)
