@@ -20,7 +20,8 @@ number for one generated set: the final evaluation point takes no best of severa
 
 Generative perplexity (as MDLM and SEDD report it) is exp of the mean token negative log-likelihood of the
 generated texts, re-tokenised with the evaluation model's tokenizer, over every token after a text's first
-(which has no context), each text truncated to ``max_length`` tokens.
+(which has no context), each text truncated to ``max_length`` tokens; a conditional task's generated texts
+are whole, prompt included (the prompt's tokens are real text and count too).
 
 ``mauve`` with ``gpt2-large`` weights (the hub name, or a folder named ``gpt2-large``) is the paper's
 metric; with any other featuriser it is recorded as ``mauve-<featuriser>``, and ``mauve-minilm``
