@@ -521,7 +521,7 @@ def bench_eval(args: argparse.Namespace) -> dict[str, Any]:
         generate_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         inputs = EvalInputs(
-            generated=trainer.task.decode(x, model),
+            generated=trainer.task.decode_generated(x, model, {} if matched is None else matched.cond),
             reference=evaluator.reference(),
             matched=None if matched is None else trainer.task.decode_reference(matched),
         )

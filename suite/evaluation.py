@@ -16,8 +16,12 @@ The solver grid is Karras et al.'s ρ = 7 grid at the task's ``solver_steps`` un
 another grid or step count (``suite.grids``; InfoGrid uses the profile an InfoNoise run learned). Each row
 records its protocol: the grid, the steps, the NFE, the number of generated samples, the number of
 reference examples and the size of the reference split they were drawn from (the reference set is the
-whole split when the two are equal, as in EDM's FID against the training set). The tables and figures
-keep rows of another protocol apart from the run's own (``suite.results``).
+whole split when the two are equal, as in EDM's FID against the training set). A task whose protocol is one
+sample per reference example (``final_eval: per_reference``: DDSM scores one sample per test window) is
+scored that way at its final point; only a metric that declares it (FID) takes the best of several seed
+ranges there. Generated samples are decoded with their condition (``Task.decode_generated``), so a text
+continuation is scored with its prompt. The tables and figures keep rows of another protocol apart from the
+run's own (``suite.results``).
 
 A stop request (``suite.stopping``) abandons an evaluation between its generation batches, its metrics and
 their feature batches: :class:`suite.stopping.Interrupted` is raised and no row is returned.
@@ -87,13 +91,24 @@ class Evaluator:
         return build_grid(name, steps, d.sigma_min, d.sigma_max, profile)
 
     def generate(
-        self, model: nn.Module, n: int, sigmas: Tensor, guidance: float, seed: int | None = None
+        self,
+        model: nn.Module,
+        n: int,
+        sigmas: Tensor,
+        guidance: float,
+        seed: int | None = None,
+        conditions: Tensor | None = None,
     ) -> tuple[Tensor, Batch | None]:
         """n model-space samples on the run's device, and the reference batch that conditioned them; the
-        latents come from ``seed`` (default ``budget.eval.seed``)."""
+        latents come from ``seed`` (default ``budget.eval.seed``), the conditions from the reference
+        examples at ``conditions`` (default: a fixed random choice of n)."""
         ev, d = self.spec.budget.eval, self.spec.diffusion
         gen = torch.Generator().manual_seed(LATENT_STREAM + (ev.seed if seed is None else seed))
-        chosen = fixed_choice(len(self.data.reference), n, CONDITION_SEED) if self.conditional else None
+        chosen = conditions
+        if self.conditional and chosen is None:
+            chosen = fixed_choice(len(self.data.reference), n, CONDITION_SEED)
+        elif not self.conditional:
+            chosen = None
         solve = SOLVERS[d.solver]
         out = []
         for start in progress(range(0, n, ev.batch_size), desc="generating", unit="batch"):
@@ -124,9 +139,12 @@ class Evaluator:
         """One evaluation point: a row per metric (or only the metric named ``only``).
 
         At the ``final`` point the budget may ask for EDM's protocol: ``eval.final_samples`` samples from
-        each of ``eval.final_ranges`` disjoint generation-seed ranges; the row's value is then the minimum
-        over the ranges (the best, by the metric's direction), with every range's value, their mean and
-        standard deviation among its extras.
+        each of ``eval.final_ranges`` disjoint generation-seed ranges; a metric whose spec takes the best of
+        ranges (FID) then reports the minimum over the ranges (the best, by the metric's direction), with
+        every range's value, their mean and standard deviation among its extras; every other metric is
+        scored on the first range alone. A task with ``final_eval: per_reference`` is scored at the final
+        point on one sample per reference example, conditioned on that example, against the whole
+        reference split in the same order (DDSM's one sample per test window), one range.
         """
         spec, ev = self.spec, self.spec.budget.eval
         metrics = [m for m in self.metrics if only in (None, m.spec.name)]
@@ -134,23 +152,32 @@ class Evaluator:
             names = ", ".join(m.spec.name for m in self.metrics)
             raise ValueError(f"unknown metric {only!r} for task {spec.task}; valid metrics: {names}")
         steps = spec.diffusion.solver_steps if steps is None else int(steps)
-        n = ev.final_samples if final else ev.samples
-        ranges = ev.final_ranges if final else 1
         sigmas = self.grid(grid, steps, profile)
+        per_reference = final and ev.per_reference_final
+        conditions = None
+        if per_reference:
+            n, ranges, n_reference = len(self.data.reference), 1, len(self.data.reference)
+            conditions = torch.arange(n)
+            reference = self.task.decode_reference(self.data.reference.batch(conditions, torch.device("cpu")))
+        else:
+            n = ev.final_samples if final else ev.samples
+            ranges = ev.final_ranges if final and any(m.spec.best_of_ranges for m in metrics) else 1
+            n_reference, reference = self.n_reference, self.reference()
         t0 = time.perf_counter()
         results: list[list[dict[str, float]]] = [[] for _ in metrics]
         for k in range(ranges):
-            x, matched = self.generate(model, n, sigmas, ev.guidance, seed=ev.seed + k * n)
+            x, matched = self.generate(model, n, sigmas, ev.guidance, ev.seed + k * n, conditions)
             inputs = EvalInputs(
-                generated=self.task.decode(x, model),
-                reference=self.reference(),
+                generated=self.task.decode_generated(x, model, {} if matched is None else matched.cond),
+                reference=reference,
                 matched=None if matched is None else self.task.decode_reference(matched),
             )
             if k == 0:
                 self.preview = inputs.generated[:PREVIEW]
             for found, metric in zip(results, metrics, strict=True):
-                check("between metrics")
-                found.append(metric(inputs))
+                if k == 0 or metric.spec.best_of_ranges:
+                    check("between metrics")
+                    found.append(metric(inputs))
         rows = []
         for found, metric in zip(results, metrics, strict=True):
             rows.append(
@@ -171,7 +198,7 @@ class Evaluator:
                     steps=steps,
                     nfe=nfe(spec.diffusion.solver, steps),
                     n_samples=n,
-                    n_reference=self.n_reference,
+                    n_reference=n_reference,
                     reference_split=len(self.data.reference),
                     guidance=ev.guidance,
                     importance_weighting=importance_weighting,

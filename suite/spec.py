@@ -12,7 +12,7 @@ hoc profile and ``suite eval`` take the spec; the task plugin alone receives its
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from suite.config import comparison_hash, config_hash, sampler_label, sampler_params
 
 PRECISIONS = ("fp32", "bf16")
+FINAL_EVALS = ("budget", "per_reference")
 
 
 class SpecError(ValueError):
@@ -41,6 +42,9 @@ class EvalSpec:
     final_ranges: int  # disjoint generation-seed ranges at the last point (EDM: 3, best recorded)
     batch_size: int
     guidance: float
+    # the task's ``final_eval: per_reference``: the last point generates one sample per reference example,
+    # conditioned on that example, scores it against the whole reference split, one range (DDSM's protocol)
+    per_reference_final: bool = False
 
 
 @dataclass(frozen=True)
@@ -254,6 +258,11 @@ def read_spec(cfg: DictConfig) -> tuple[RunSpec, list[str]]:
     budget, bad_budget = _budget(cfg.budget)
     diffusion, bad_task = _diffusion(cfg.task)
     watch, bad_watch = _watch(cfg)
+    final_eval = cfg.task.get("final_eval", "budget")
+    if final_eval not in FINAL_EVALS:
+        bad_task.append(f"task.final_eval={final_eval!r}: valid: {', '.join(FINAL_EVALS)}")
+    elif final_eval == "per_reference":
+        budget = replace(budget, eval=replace(budget.eval, per_reference_final=True))
     spec = RunSpec(
         config=cfg,
         task=str(cfg.task.name),

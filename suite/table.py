@@ -746,3 +746,28 @@ def parse_targets(spec: str | Sequence[str] | None) -> tuple[str, ...]:
             f"no target samplers in {spec!r}; give sampler labels such as {','.join(TARGET_BASELINES)}"
         )
     return labels
+
+
+def floor_caption(df: pd.DataFrame, budget: str | None = None) -> str:
+    """A sentence per (task, metric) whose final rows record a real-vs-real floor (Sei-FID): the metric's
+    label, which names the layer the table shows, and the floor at that layer and at the other layer
+    recorded beside it (the distance between two disjoint halves of the reference); "" when none does."""
+    if df.empty or "extra" not in df:
+        return ""
+    final = final_rows(finished(df, budget))
+    notes = []
+    for (task, metric), part in final.groupby(["task", "metric"], sort=True):
+        extras = [e for e in part["extra"] if isinstance(e, dict) and any(k.startswith("floor_") for k in e)]
+        if not extras:
+            continue
+        layers = sorted({k.removeprefix("floor_") for e in extras for k in e if k.startswith("floor_")})
+        floors = "; ".join(
+            f"{layer} "
+            + "/".join(sorted({format_value(e[f"floor_{layer}"]) for e in extras if f"floor_{layer}" in e}))
+            for layer in layers
+        )
+        halves = "/".join(sorted({str(int(e["n_floor"])) for e in extras if "n_floor" in e}))
+        label = part["metric_label"].iloc[-1]
+        pair = f"{halves} vs {halves} reference examples"
+        notes.append(f" {metric} ({task}): {label}; real-vs-real floor ({pair}) {floors}.")
+    return "".join(notes)

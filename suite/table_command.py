@@ -14,6 +14,7 @@ from suite.table import (
     COMPARISON_CAPTION,
     NO_TARGET,
     comparison_table,
+    floor_caption,
     incomplete_note,
     load_published,
     load_records,
@@ -51,7 +52,8 @@ def main(args: argparse.Namespace) -> int:
         print(incomplete_note(df, "csv"), end="", file=sys.stderr)
         return 0
     targets = parse_targets(getattr(args, "target_samplers", None))
-    print(render(comparison_table(df, budget, load_published(args.results)), fmt, COMPARISON_CAPTION))
+    caption = COMPARISON_CAPTION + floor_caption(df, budget)
+    print(render(comparison_table(df, budget, load_published(args.results)), fmt, caption))
     print(render(time_to_target_table(df, budget, targets), fmt, target_caption(targets), NO_TARGET))
     print(render(statistics_table(df, budget, targets), fmt, STATISTICS_CAPTION))
     print(incomplete_note(df, fmt), end="")

@@ -236,6 +236,12 @@ class Task(ABC):
     def decode(self, x: Tensor, model: nn.Module | None) -> Any:
         """Model-space samples → typed samples (uint8 images, base strings, texts)."""
 
+    def decode_generated(self, x: Tensor, model: nn.Module | None, cond: Cond) -> Any:
+        """Generated samples with the condition they were generated for (``cond``, on the CPU; empty for
+        unconditional tasks) in the typed form the metrics score: ``decode`` unless a sample continues its
+        condition (a text continues its prompt, and the metric scores the whole text)."""
+        return self.decode(x, model)
+
     def decode_reference(self, batch: Batch) -> Any:
         """Reference examples in the same typed form as ``decode`` gives."""
         return self.decode(batch.x0, None)

@@ -18,6 +18,11 @@ adaptive samplers observe (unweighted) — plus ``ce_weight`` times the token cr
 forward pass summed over positions (Li et al. 2022, Diffusion-LM's rounding term, arXiv 2205.14217),
 which keeps the jointly learned embeddings apart; an adaptive sampler's importance factor multiplies both.
 Decoding: the nearest normalised embedding at each position. ``docs/text.md`` records these choices.
+
+Metrics (``infonoise_modalities.text.mauve``): MAUVE in mauve-text's own protocol, each generated text whole
+(its prompt followed by its generated continuation, ``decode_generated``) against the real text of the same
+prompt (``decode_reference``: the block's prompt and its real continuation), the two sides row-aligned and of
+equal size; generative perplexity of the generated texts.
 """
 
 from __future__ import annotations
@@ -350,16 +355,30 @@ class OpenWebText(Task):
         ids = self._vocabulary.decode(indices.cpu().numpy())
         return decode_texts(ids, self._tokenizer)
 
-    def decode(self, x: Tensor, model: nn.Module | None) -> list[str]:
-        """Model-space samples [N, L, D] → texts by nearest embedding (token indices decode directly)."""
+    def _indices(self, x: Tensor, model: nn.Module | None) -> Tensor:
+        """Model-space samples [N, L, D] → model token indices on the CPU (indices pass through)."""
         if not x.is_floating_point():
-            return self._indices_to_texts(x)
+            return x.cpu()
         if model is None:
             raise ValueError("decoding embeddings needs the model (its embedding table)")
         with torch.no_grad():
-            return self._indices_to_texts(
-                _text_net(model).nearest_tokens(x.to(next(model.parameters()).device))
-            )
+            return _text_net(model).nearest_tokens(x.to(next(model.parameters()).device)).cpu()
+
+    def decode(self, x: Tensor, model: nn.Module | None) -> list[str]:
+        """Model-space samples [N, L, D] → texts by nearest embedding (token indices decode directly)."""
+        return self._indices_to_texts(self._indices(x, model))
+
+    def decode_generated(self, x: Tensor, model: nn.Module | None, cond: Mapping[str, Tensor]) -> list[str]:
+        """Each generated continuation after the prompt it was generated for: the complete generation that
+        MAUVE scores (Pillutla et al. 2021 featurise the context with the text)."""
+        tokens = self._indices(x, model)
+        if "prefix" in cond:
+            tokens = torch.cat([cond["prefix"].cpu().to(tokens.dtype), tokens], dim=1)
+        return self._indices_to_texts(tokens)
+
+    def decode_reference(self, batch: Batch) -> list[str]:
+        """Each reference block whole, its prompt followed by its real continuation."""
+        return self.decode_generated(batch.x0, None, batch.cond)
 
     def metrics(self, device: torch.device, cache_dir: Path) -> list[Metric]:
         """The configured metrics, checked before training: a text model (the GPT-2 featuriser) that is

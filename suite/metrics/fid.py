@@ -352,6 +352,7 @@ class FIDMetric(Metric):
             label=label,
             published=INFONOISE_TABLE if real else None,
             substitutes=None if real else "fid",
+            best_of_ranges=True,
         )
 
     def __call__(self, inputs: EvalInputs) -> dict[str, float]:

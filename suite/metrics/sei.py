@@ -16,16 +16,23 @@ Inputs as DDSM (Avdeyev et al. 2023, arXiv 2305.10699) feeds them: a 1024-bp one
 4096 with columns of 0.25 (1536 each side; an unknown base is 0.25 too), and predictions are averaged
 over the sequence and its reverse complement with selene-sdk's ``NonStrandSpecific`` (mode "mean").
 
+Featurisers (``suite.metrics.features``): ``sei``, the released network, and ``random-sei``, a Sei (narrow by
+default) with random He-normal weights (fixed seed, no checkpoint); both give two layers, the strand-averaged
+sigmoid outputs (``predictions``, 21,907 for the released network) and the strand-averaged spline features
+(``spline``, 15,360 for the released network).
+
 Metrics.
-- ``sei-fid``: Fréchet distance (``suite.metrics.frechet``, exact, in sample space) between Sei features of
-  generated sequences and of the reference split (test chromosomes). No canonical definition exists; the
-  layer is an option, ``predictions`` (21,907 strand-averaged sigmoid outputs, the default) or ``spline``
-  (15,360 strand-averaged spline features), and the label records it (docs/dna.md says why).
+- ``sei-fid``: the Fréchet distance of ``suite.metrics.features`` (exact, in sample space) between ``sei``
+  features of generated sequences and of the reference split (test chromosomes). No canonical definition
+  exists; the layer of the value is an option, ``predictions`` (the default) or ``spline``, and the label
+  records it (docs/dna.md says why). Both layers' distances are recorded, each beside a real-vs-real floor:
+  the distance between two disjoint halves of the reference sequences, computed once per reference set,
+  which gives the value its scale.
 - ``sp-mse``: DDSM's promoter metric, mean over sequences of (h(generated) − h(real))², h = mean of Sei's
   predictions over the targets whose assay (second ``|`` field of ``target.sei.names``) is H3K4me3, the
   real sequence being the one whose CAGE signal conditioned the generated one (``EvalInputs.matched``).
-- ``random-feature-fd``: the same Fréchet distance on a narrow Sei with random He-normal weights (fixed
-  seed, no checkpoint) — an offline plumbing check, never reported as Sei-FID.
+- ``random-feature-fd``: the same Fréchet distance in ``random-sei`` features — an offline plumbing check,
+  never reported as Sei-FID.
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ from scipy.interpolate import BSpline
 from torch import Tensor, nn
 
 from suite.metrics import INFONOISE_TABLE, METRICS, EvalInputs, Metric, MetricSpec
-from suite.metrics.frechet import frechet_distance
+from suite.metrics.features import FEATURIZERS, Featurizer, FrechetMetric
 from suite.stopping import check
 
 SEI_CHECKPOINT = "best.sei.model.pth.tar"
@@ -351,52 +358,26 @@ def _checkpoint_option(options: Mapping[str, Any], key: str, default_name: str) 
     return Path(value).expanduser()
 
 
-def _check_sequences(inputs: EvalInputs) -> None:
-    for what in ("generated", "reference"):
-        value = getattr(inputs, what)
-        if not isinstance(value, (list, tuple)) or not value or not isinstance(value[0], str):
-            raise ValueError(f"Sei metrics take base strings; {what} is {type(value).__name__}")
+def _check_sequences(samples: Any, what: str) -> None:
+    if not isinstance(samples, (list, tuple)) or not samples or not isinstance(samples[0], str):
+        raise ValueError(f"Sei metrics take base strings; {what} is {type(samples).__name__}")
 
 
-class _FrechetOnSei(Metric):
-    """Fréchet distance between Sei features of generated and reference sequences."""
+@FEATURIZERS.register("sei")
+class ReleasedSeiFeatures(Featurizer):
+    """The released Sei's strand-averaged outputs of base strings. Options: ``checkpoint`` (default
+    ``<root>/best.sei.model.pth.tar``), ``batch_size``, ``trust_pickle``."""
 
-    def _featurizer(self) -> SeiFeaturizer:
-        raise NotImplementedError
+    layers = LAYERS
 
-    @property
-    def layer(self) -> str:
-        layer = str(self.options.get("layer", "predictions"))
-        if layer not in LAYERS:
-            raise ValueError(f"unknown Sei layer {layer!r}; valid: {', '.join(LAYERS)}")
-        return layer
-
-    def __call__(self, inputs: EvalInputs) -> dict[str, float]:
-        _check_sequences(inputs)
-        sei = self._featurizer()
-        generated = sei(inputs.generated)[self.layer]
-        reference = sei(inputs.reference)[self.layer]
-        return {
-            "value": frechet_distance(generated, reference, device=self.device),
-            "feature_dim": float(generated.shape[1]),
-            "n_generated": float(generated.shape[0]),
-            "n_reference": float(reference.shape[0]),
-        }
-
-
-@METRICS.register("sei-fid")
-class SeiFID(_FrechetOnSei):
-    """Sei-FID with the released Sei weights. Options: ``checkpoint`` (default
-    ``<root>/best.sei.model.pth.tar``), ``layer`` (predictions | spline), ``batch_size``, ``trust_pickle``."""
-
-    def __init__(self, options: Mapping[str, Any], device: torch.device, cache_dir: Path) -> None:
-        super().__init__(options, device, cache_dir)
+    def __init__(self, options: Mapping[str, Any], device: torch.device) -> None:
+        super().__init__(options, device)
         self.checkpoint = _checkpoint_option(self.options, "checkpoint", SEI_CHECKPOINT)
         if not self.checkpoint.is_file():
             raise missing_sei_error(self.checkpoint)
-        _ = self.layer
 
-    def _featurizer(self) -> SeiFeaturizer:
+    def __call__(self, samples: Any) -> dict[str, np.ndarray]:
+        _check_sequences(samples, "the input")
         sei = featurizer(
             self.device,
             self.checkpoint,
@@ -408,7 +389,34 @@ class SeiFID(_FrechetOnSei):
                 f"{self.checkpoint} holds a Sei of widths {sei.widths}, not the released network "
                 f"{WIDTHS['full']}; its distance is not Sei-FID (random-feature-fd is the substitute)"
             )
-        return sei
+        return sei(samples)
+
+
+@FEATURIZERS.register("random-sei")
+class RandomSeiFeatures(Featurizer):
+    """A random-weight Sei's strand-averaged outputs (offline). Options: ``width`` (narrow | full),
+    ``seed``, ``batch_size``."""
+
+    layers = LAYERS
+
+    def __init__(self, options: Mapping[str, Any], device: torch.device) -> None:
+        super().__init__(options, device)
+        self.width = str(self.options.get("width", "narrow"))
+        if self.width not in WIDTHS:
+            raise ValueError(f"unknown Sei width {self.width!r}; valid: {', '.join(WIDTHS)}")
+
+    def __call__(self, samples: Any) -> dict[str, np.ndarray]:
+        _check_sequences(samples, "the input")
+        seed, batch_size = int(self.options.get("seed", 0)), int(self.options.get("batch_size", 64))
+        return featurizer(self.device, None, self.width, seed, batch_size)(samples)
+
+
+@METRICS.register("sei-fid")
+class SeiFID(FrechetMetric):
+    """Sei-FID: the Fréchet distance in the released Sei's features (``sei``), both layers recorded beside
+    their real-vs-real floors. Options: those of ``sei`` and ``layer`` (predictions | spline)."""
+
+    featurizer_name = "sei"
 
     @property
     def spec(self) -> MetricSpec:
@@ -418,29 +426,16 @@ class SeiFID(_FrechetOnSei):
 
 
 @METRICS.register("random-feature-fd")
-class RandomFeatureFD(_FrechetOnSei):
-    """Fréchet distance on a randomly initialised Sei-shaped network (offline; never Sei-FID). Options:
-    ``width`` (narrow | full), ``seed``, ``layer``, ``batch_size``."""
+class RandomFeatureFD(FrechetMetric):
+    """Fréchet distance on a randomly initialised Sei-shaped network (``random-sei``; offline; never
+    Sei-FID). Options: those of ``random-sei`` and ``layer``."""
 
-    def __init__(self, options: Mapping[str, Any], device: torch.device, cache_dir: Path) -> None:
-        super().__init__(options, device, cache_dir)
-        self.width = str(self.options.get("width", "narrow"))
-        if self.width not in WIDTHS:
-            raise ValueError(f"unknown Sei width {self.width!r}; valid: {', '.join(WIDTHS)}")
-        _ = self.layer
-
-    def _featurizer(self) -> SeiFeaturizer:
-        return featurizer(
-            self.device,
-            None,
-            self.width,
-            int(self.options.get("seed", 0)),
-            int(self.options.get("batch_size", 64)),
-        )
+    featurizer_name = "random-sei"
 
     @property
     def spec(self) -> MetricSpec:
-        label = f"FD on random-weight {self.width} Sei {self.layer} (not Sei-FID)"
+        width = self.features.width  # type: ignore[attr-defined]
+        label = f"FD on random-weight {width} Sei {self.layer} (not Sei-FID)"
         return MetricSpec("random-feature-fd", higher_is_better=False, label=label, substitutes="sei-fid")
 
 
@@ -462,7 +457,8 @@ class PromoterSeiMSE(Metric):
         return MetricSpec("sp-mse", higher_is_better=False, label=label)
 
     def __call__(self, inputs: EvalInputs) -> dict[str, float]:
-        _check_sequences(inputs)
+        _check_sequences(inputs.generated, "generated")
+        _check_sequences(inputs.reference, "reference")
         if inputs.matched is None or len(inputs.matched) != len(inputs.generated):
             raise ValueError(
                 "sp-mse compares each generated sequence with the real sequence whose signal conditioned it; "
