@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from suite.config import comparison_hash, config_hash, sampler_label, sampler_params
 
 PRECISIONS = ("fp32", "bf16")
+SWITCHES = ("auto", "true", "false")  # budget.compile: auto = on CUDA, off on the CPU
 
 
 class SpecError(ValueError):
@@ -58,12 +59,17 @@ class BudgetSpec:
     grad_clip: float
     stratified: bool
     precision: str
-    compile: bool
+    compile: bool | None  # None ("auto"): compiled on CUDA, eager on the CPU; True / False force it
+    cuda_graphs: bool  # the compiled step replays CUDA graphs (mode "reduce-overhead"); CUDA only
     channels_last: bool
     tick_kimg: float
     checkpoint_kimg: float
     eval_points: int
     eval: EvalSpec
+
+    def compiles(self, device_type: str) -> bool:
+        """Whether the training step is compiled on a device of this type (``auto``: on CUDA only)."""
+        return device_type == "cuda" if self.compile is None else self.compile
 
     @property
     def total_nimg(self) -> int:
@@ -161,6 +167,15 @@ class _Reader:
             return False
         return value
 
+    def switch(self, key: str) -> bool | None:
+        """true, false or auto (None)."""
+        value = self._get(key)
+        if isinstance(value, bool):
+            return value
+        if value != "auto":
+            self.problems.append(f"{self.prefix}.{key}={value!r}: valid: {', '.join(SWITCHES)}")
+        return None
+
     def choice(self, key: str, valid: tuple[str, ...]) -> str:
         value = self._get(key)
         if value not in valid:
@@ -201,7 +216,8 @@ def _budget(node: DictConfig) -> tuple[BudgetSpec, list[str]]:
         grad_clip=r.number("grad_clip", strict=False),
         stratified=r.flag("stratified"),
         precision=r.choice("precision", PRECISIONS),
-        compile=r.flag("compile"),
+        compile=r.switch("compile"),
+        cuda_graphs=r.flag("cuda_graphs"),
         channels_last=r.flag("channels_last"),
         tick_kimg=r.number("tick_kimg", at_least=0.001),
         checkpoint_kimg=r.number("checkpoint_kimg", at_least=0.001),
