@@ -42,6 +42,7 @@ class EvalSpec:
     final_ranges: int  # disjoint generation-seed ranges at the last point (EDM: 3, best recorded)
     batch_size: int
     guidance: float
+    precision: str  # the network's precision while generating: fp32, or bf16 autocast (the solver stays fp32)
 
 
 @dataclass(frozen=True)
@@ -202,6 +203,7 @@ def _budget(node: DictConfig) -> tuple[BudgetSpec, list[str]]:
         final_ranges=r.integer("eval.final_ranges", optional=True) or 1,
         batch_size=r.integer("eval.batch_size"),
         guidance=r.number("eval.guidance", strict=False),
+        precision=r.choice("eval.precision", PRECISIONS),
     )
     rampup = OmegaConf.select(node, "ema_rampup_ratio", default=None)
     spec = BudgetSpec(
