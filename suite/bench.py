@@ -2,10 +2,10 @@
 
 * ``train``: examples per second of ``Trainer.train_step`` (data indexing, σ draw, forward, backward,
   Adam, sampler observation, EMA) for each precision/compile variant the runner supports: ``fp32``,
-  ``bf16`` (autocast; torch's CPU autocast runs it too) and ``bf16+compile`` (torch.compile, which the
-  runner applies on CUDA only, so it is skipped on the CPU). Model FLOPs per example are counted with
-  ``torch.utils.flop_counter.FlopCounterMode`` over one step (forward and backward of the network; 2
-  FLOPs per multiply-add) and set against the device's dense square-matmul rate in bf16 and fp32,
+  ``bf16`` (autocast; torch's CPU autocast runs it too) and ``bf16+compile`` (torch.compile, which
+  ``budget.compile: auto`` applies on CUDA only, so it is skipped on the CPU). Model FLOPs per example are
+  counted with ``torch.utils.flop_counter.FlopCounterMode`` over one step (forward and backward of the
+  network; 2 FLOPs per multiply-add) and set against the device's dense square-matmul rate in bf16 and fp32,
   measured in the same run. Peak memory: ``torch.cuda.max_memory_allocated`` on CUDA, the process's peak
   resident set size (``getrusage``, cumulative over the run) on the CPU.
 * ``sampler``: every configured sampler's cost per training step: drawing σ for the global batch (with
@@ -287,8 +287,8 @@ def bench_train(args: argparse.Namespace) -> dict[str, Any]:
             rows.append(
                 {
                     "variant": name,
-                    "skipped": "torch.compile: the runner compiles on CUDA only "
-                    "(on the CPU building the graph takes minutes)",
+                    "skipped": "torch.compile: budgets compile on CUDA only unless compile=true "
+                    "(on the CPU inductor builds a C++ kernel per fused op: minutes)",
                 }
             )
             continue
