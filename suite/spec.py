@@ -161,8 +161,10 @@ class _Reader:
             return minimum
         return value
 
-    def flag(self, key: str) -> bool:
+    def flag(self, key: str, absent: bool | None = None) -> bool:
         value = self._get(key)
+        if value is None and absent is not None:  # a config written before the key existed
+            return absent
         if not isinstance(value, bool):
             self._bad(key, value, "true or false")
             return False
@@ -177,8 +179,10 @@ class _Reader:
             self.problems.append(f"{self.prefix}.{key}={value!r}: valid: {', '.join(SWITCHES)}")
         return None
 
-    def choice(self, key: str, valid: tuple[str, ...]) -> str:
+    def choice(self, key: str, valid: tuple[str, ...], absent: str | None = None) -> str:
         value = self._get(key)
+        if value is None and absent is not None:  # a config written before the key existed
+            return absent
         if value not in valid:
             self.problems.append(f"{self.prefix}.{key}={value!r}: valid: {', '.join(valid)}")
             return valid[0]
@@ -203,7 +207,7 @@ def _budget(node: DictConfig) -> tuple[BudgetSpec, list[str]]:
         final_ranges=r.integer("eval.final_ranges", optional=True) or 1,
         batch_size=r.integer("eval.batch_size"),
         guidance=r.number("eval.guidance", strict=False),
-        precision=r.choice("eval.precision", PRECISIONS),
+        precision=r.choice("eval.precision", PRECISIONS, absent="fp32"),
     )
     rampup = OmegaConf.select(node, "ema_rampup_ratio", default=None)
     spec = BudgetSpec(
@@ -219,7 +223,7 @@ def _budget(node: DictConfig) -> tuple[BudgetSpec, list[str]]:
         stratified=r.flag("stratified"),
         precision=r.choice("precision", PRECISIONS),
         compile=r.switch("compile"),
-        cuda_graphs=r.flag("cuda_graphs"),
+        cuda_graphs=r.flag("cuda_graphs", absent=False),
         channels_last=r.flag("channels_last"),
         tick_kimg=r.number("tick_kimg", at_least=0.001),
         checkpoint_kimg=r.number("checkpoint_kimg", at_least=0.001),
