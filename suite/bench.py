@@ -616,23 +616,26 @@ def compare_precision(
 ) -> list[dict[str, Any]]:
     """Each metric on ``n`` samples of the same network generated in fp32 from ``PRECISION_SEEDS`` latent
     seeds and in bf16 from the first: the bf16 − fp32 difference at the same latents, against the sample
-    standard deviation of the fp32 values over the seeds (inside the spread when |difference| ≤ sd)."""
+    standard deviation of the fp32 values over the seeds (inside the spread when |difference| ≤ sd), and
+    the largest difference between the two precisions' samples in model space."""
     from suite.metrics import EvalInputs
 
     first = evaluator.spec.budget.eval.seed
     reference = evaluator.reference()
 
-    def scores(seed: int, precision: str) -> dict[str, float]:
+    def scores(seed: int, precision: str) -> tuple[dict[str, float], Tensor]:
         x, matched = evaluator.generate(model, n, sigmas, guidance, seed=seed, precision=precision)
         inputs = EvalInputs(
             generated=task.decode(x, model),
             reference=reference,
             matched=None if matched is None else task.decode_reference(matched),
         )
-        return {metric.spec.name: float(metric(inputs)["value"]) for metric in evaluator.metrics}
+        return {metric.spec.name: float(metric(inputs)["value"]) for metric in evaluator.metrics}, x
 
-    fp32 = [scores(first + k, "fp32") for k in range(PRECISION_SEEDS)]
-    bf16 = scores(first, "bf16")
+    (fp32, x32), *others = [scores(first + k, "fp32") for k in range(PRECISION_SEEDS)]
+    bf16, x16 = scores(first, "bf16")
+    apart = (x16.float() - x32.float()).abs().max().item()  # in model space, before any decoding
+    fp32 = [fp32, *(values for values, _ in others)]
     rows = []
     for name, value in bf16.items():
         values = [seed_scores[name] for seed_scores in fp32]
@@ -647,6 +650,7 @@ def compare_precision(
                 "fp32_seeds": values,
                 "fp32_sd": sd,
                 "inside_spread": abs(difference) <= sd,
+                "samples_max_abs_difference": apart,
             }
         )
     return rows
