@@ -2,10 +2,10 @@
 
 * ``train``: examples per second of ``Trainer.train_step`` (data indexing, σ draw, forward, backward,
   Adam, sampler observation, EMA) for each precision/compile variant the runner supports: ``fp32``,
-  ``bf16`` (autocast; torch's CPU autocast runs it too) and ``bf16+compile`` (torch.compile, which the
-  runner applies on CUDA only, so it is skipped on the CPU). Model FLOPs per example are counted with
-  ``torch.utils.flop_counter.FlopCounterMode`` over one step (forward and backward of the network; 2
-  FLOPs per multiply-add) and set against the device's dense square-matmul rate in bf16 and fp32,
+  ``bf16`` (autocast; torch's CPU autocast runs it too) and ``bf16+compile`` (torch.compile, which
+  ``budget.compile: auto`` applies on CUDA only, so it is skipped on the CPU). Model FLOPs per example are
+  counted with ``torch.utils.flop_counter.FlopCounterMode`` over one step (forward and backward of the
+  network; 2 FLOPs per multiply-add) and set against the device's dense square-matmul rate in bf16 and fp32,
   measured in the same run. Peak memory: ``torch.cuda.max_memory_allocated`` on CUDA, the process's peak
   resident set size (``getrusage``, cumulative over the run) on the CPU.
 * ``sampler``: every configured sampler's cost per training step: drawing σ for the global batch (with
@@ -20,7 +20,10 @@
   launches overlap the previous work), plus the amortised rebuild (which synchronises).
 * ``eval``: samples per second of the EMA model with the task's solver at its NFE, and the time of each
   of the task's metrics on those samples against the cached reference (after a warm-up call that loads
-  the featuriser).
+  the featuriser). Then the precision check: each metric on the same network's samples generated in fp32
+  from three latent seeds and in bf16 (autocast around the network) from the first; the bf16 − fp32
+  difference on the same latents is set against the fp32 values' seed-to-seed standard deviation, and
+  ``budget.eval.precision`` stays fp32 unless the difference lies inside it.
 * ``sweep``: for each K of ``--runs`` (1 included, the baseline), K processes on one device, each as
   ``suite run --runs-per-gpu K`` starts them (``spawn``, ``OMP_NUM_THREADS`` = cores // K), each building
   the task's trainer as ``train`` does and, after warm-up, timing ``--steps`` training steps and then the
@@ -46,6 +49,7 @@ import math
 import multiprocessing
 import resource
 import shlex
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -84,6 +88,7 @@ BUSY_CYCLES = 4_000_000  # torch.cuda._sleep before each of them: ~2 ms at ~2 GH
 TRAIN_STEPS = {"cpu": (1, 3), "cuda": (10, 50)}
 SAMPLER_TRAIN_STEPS = {"cpu": (1, 2), "cuda": (10, 30)}
 CPU_EVAL_SAMPLES = 8  # generated samples on the CPU unless --samples says otherwise
+PRECISION_SEEDS = 3  # fp32 generation seeds whose spread the bf16 − fp32 difference is set against
 MATMUL_SIZE = {"cpu": 1024, "cuda": 8192}
 CPU_MATMUL_SECONDS = 0.5
 
@@ -282,8 +287,8 @@ def bench_train(args: argparse.Namespace) -> dict[str, Any]:
             rows.append(
                 {
                     "variant": name,
-                    "skipped": "torch.compile: the runner compiles on CUDA only "
-                    "(on the CPU building the graph takes minutes)",
+                    "skipped": "torch.compile: budgets compile on CUDA only unless compile=true "
+                    "(on the CPU inductor builds a C++ kernel per fused op: minutes)",
                 }
             )
             continue
@@ -551,6 +556,14 @@ def bench_eval(args: argparse.Namespace) -> dict[str, Any]:
                     "value": value,
                 }
             )
+        precision = compare_precision(evaluator, trainer.task, model, n, sigmas, float(ev.guidance))
+        for row in precision:
+            name = row["metric"]
+            rows.append({"what": f"{name} fp32 (seed {ev.seed})", "n": n, "value": row["fp32"]})
+            rows.append({"what": f"{name} bf16 (seed {ev.seed})", "n": n, "value": row["bf16"]})
+            rows.append({"what": f"{name} bf16 − fp32", "n": n, "value": row["difference"]})
+            spread = f"{name} fp32 sd over {PRECISION_SEEDS} seeds"
+            rows.append({"what": spread, "n": n, "value": row["fp32_sd"]})
         if any(m.spec.name in ("sei-fid", "random-feature-fd") for m in evaluator.metrics):
             from suite.metrics.frechet import time_frechet
 
@@ -573,7 +586,8 @@ def bench_eval(args: argparse.Namespace) -> dict[str, Any]:
         del trainer, evaluator
     release(device)
     notes = [
-        "generate: the EMA network with the task's solver from σ_max, fp32, in chunks of eval.batch_size",
+        f"generate: the EMA network with the task's solver from σ_max, {ev.precision}, in chunks of "
+        "eval.batch_size",
         "metric rows: one call on the decoded samples against the cached reference (second call, after "
         "a warm-up that loads the featuriser and caches the reference features)",
     ]
@@ -586,7 +600,60 @@ def bench_eval(args: argparse.Namespace) -> dict[str, Any]:
         ("n", "samples"),
         ("value", "value"),
     ]
-    return {"rows": rows, "columns": columns, "notes": notes, **extra}
+    for row in precision:
+        verdict = "inside" if row["inside_spread"] else "outside"
+        keep = "bf16 may be the default" if row["inside_spread"] else "fp32 stays the default"
+        notes.append(
+            f"{row['metric']}: bf16 generation (autocast around the network) − fp32 on the same latents = "
+            f"{row['difference']:.4g}, {verdict} the fp32 seed-to-seed sd {row['fp32_sd']:.4g} "
+            f"({PRECISION_SEEDS} latent seeds): {keep}"
+        )
+    return {"rows": rows, "columns": columns, "notes": notes, "precision": precision, **extra}
+
+
+def compare_precision(
+    evaluator: Any, task: Any, model: torch.nn.Module, n: int, sigmas: Tensor, guidance: float
+) -> list[dict[str, Any]]:
+    """Each metric on ``n`` samples of the same network generated in fp32 from ``PRECISION_SEEDS`` latent
+    seeds and in bf16 from the first: the bf16 − fp32 difference at the same latents, against the sample
+    standard deviation of the fp32 values over the seeds (inside the spread when |difference| ≤ sd), and
+    the largest difference between the two precisions' samples in model space."""
+    from suite.metrics import EvalInputs
+
+    first = evaluator.spec.budget.eval.seed
+    reference = evaluator.reference()
+
+    def scores(seed: int, precision: str) -> tuple[dict[str, float], Tensor]:
+        x, matched = evaluator.generate(model, n, sigmas, guidance, seed=seed, precision=precision)
+        inputs = EvalInputs(
+            generated=task.decode(x, model),
+            reference=reference,
+            matched=None if matched is None else task.decode_reference(matched),
+        )
+        return {metric.spec.name: float(metric(inputs)["value"]) for metric in evaluator.metrics}, x
+
+    (fp32, x32), *others = [scores(first + k, "fp32") for k in range(PRECISION_SEEDS)]
+    bf16, x16 = scores(first, "bf16")
+    apart = (x16.float() - x32.float()).abs().max().item()  # in model space, before any decoding
+    fp32 = [fp32, *(values for values, _ in others)]
+    rows = []
+    for name, value in bf16.items():
+        values = [seed_scores[name] for seed_scores in fp32]
+        sd = statistics.stdev(values)
+        difference = value - values[0]
+        rows.append(
+            {
+                "metric": name,
+                "fp32": values[0],
+                "bf16": value,
+                "difference": difference,
+                "fp32_seeds": values,
+                "fp32_sd": sd,
+                "inside_spread": abs(difference) <= sd,
+                "samples_max_abs_difference": apart,
+            }
+        )
+    return rows
 
 
 # -- sweep -------------------------------------------------------------------------------------------

@@ -98,10 +98,13 @@ class Evaluator:
         guidance: float,
         seed: int | None = None,
         conditions: Tensor | None = None,
+        precision: str | None = None,
     ) -> tuple[Tensor, Batch | None]:
         """n model-space samples on the run's device, and the reference batch that conditioned them; the
         latents come from ``seed`` (default ``budget.eval.seed``), the conditions from the reference
-        examples at ``conditions`` (default: a fixed random choice of n)."""
+        examples at ``conditions`` (default: a fixed random choice of n); the network runs in ``precision``
+        (default ``budget.eval.precision``; bf16 is autocast around the network, the solver stays in
+        float64)."""
         ev, d = self.spec.budget.eval, self.spec.diffusion
         gen = torch.Generator().manual_seed(LATENT_STREAM + (ev.seed if seed is None else seed))
         chosen = conditions
@@ -110,6 +113,7 @@ class Evaluator:
         elif not self.conditional:
             chosen = None
         solve = SOLVERS[d.solver]
+        bf16 = (precision or ev.precision) == "bf16"
         out = []
         for start in progress(range(0, n, ev.batch_size), desc="generating", unit="batch"):
             check("while generating")
@@ -119,7 +123,7 @@ class Evaluator:
             if chosen is not None:
                 cond = self.data.reference.batch(chosen[start : start + m], self.device).cond
             denoise = guided(model, cond, guidance, self.task.null_condition(cond))
-            with torch.no_grad():
+            with torch.no_grad(), torch.autocast(self.device.type, torch.bfloat16, enabled=bf16):
                 out.append(solve(denoise, latents.to(self.device), sigmas))
         matched = None if chosen is None else self.data.reference.batch(chosen, torch.device("cpu"))
         return torch.cat(out), matched

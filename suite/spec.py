@@ -21,6 +21,7 @@ from suite.config import comparison_hash, config_hash, sampler_label, sampler_pa
 
 PRECISIONS = ("fp32", "bf16")
 FINAL_EVALS = ("budget", "per_reference")
+SWITCHES = ("auto", "true", "false")  # budget.compile: auto = on CUDA, off on the CPU
 
 
 class SpecError(ValueError):
@@ -42,6 +43,7 @@ class EvalSpec:
     final_ranges: int  # disjoint generation-seed ranges at the last point (EDM: 3, best recorded)
     batch_size: int
     guidance: float
+    precision: str  # the network's precision while generating: fp32, or bf16 autocast (the solver stays fp32)
     # the task's ``final_eval: per_reference``: the last point generates one sample per reference example,
     # conditioned on that example, scores it against the whole reference split, one range (DDSM's protocol)
     per_reference_final: bool = False
@@ -62,12 +64,17 @@ class BudgetSpec:
     grad_clip: float
     stratified: bool
     precision: str
-    compile: bool
+    compile: bool | None  # None ("auto"): compiled on CUDA, eager on the CPU; True / False force it
+    cuda_graphs: bool  # the compiled step replays CUDA graphs (mode "reduce-overhead"); CUDA only
     channels_last: bool
     tick_kimg: float
     checkpoint_kimg: float
     eval_points: int
     eval: EvalSpec
+
+    def compiles(self, device_type: str) -> bool:
+        """Whether the training step is compiled on a device of this type (``auto``: on CUDA only)."""
+        return device_type == "cuda" if self.compile is None else self.compile
 
     @property
     def total_nimg(self) -> int:
@@ -159,15 +166,28 @@ class _Reader:
             return minimum
         return value
 
-    def flag(self, key: str) -> bool:
+    def flag(self, key: str, absent: bool | None = None) -> bool:
         value = self._get(key)
+        if value is None and absent is not None:  # a config written before the key existed
+            return absent
         if not isinstance(value, bool):
             self._bad(key, value, "true or false")
             return False
         return value
 
-    def choice(self, key: str, valid: tuple[str, ...]) -> str:
+    def switch(self, key: str) -> bool | None:
+        """true, false or auto (None)."""
         value = self._get(key)
+        if isinstance(value, bool):
+            return value
+        if value != "auto":
+            self.problems.append(f"{self.prefix}.{key}={value!r}: valid: {', '.join(SWITCHES)}")
+        return None
+
+    def choice(self, key: str, valid: tuple[str, ...], absent: str | None = None) -> str:
+        value = self._get(key)
+        if value is None and absent is not None:  # a config written before the key existed
+            return absent
         if value not in valid:
             self.problems.append(f"{self.prefix}.{key}={value!r}: valid: {', '.join(valid)}")
             return valid[0]
@@ -192,6 +212,7 @@ def _budget(node: DictConfig) -> tuple[BudgetSpec, list[str]]:
         final_ranges=r.integer("eval.final_ranges", optional=True) or 1,
         batch_size=r.integer("eval.batch_size"),
         guidance=r.number("eval.guidance", strict=False),
+        precision=r.choice("eval.precision", PRECISIONS, absent="fp32"),
     )
     rampup = OmegaConf.select(node, "ema_rampup_ratio", default=None)
     spec = BudgetSpec(
@@ -206,7 +227,8 @@ def _budget(node: DictConfig) -> tuple[BudgetSpec, list[str]]:
         grad_clip=r.number("grad_clip", strict=False),
         stratified=r.flag("stratified"),
         precision=r.choice("precision", PRECISIONS),
-        compile=r.flag("compile"),
+        compile=r.switch("compile"),
+        cuda_graphs=r.flag("cuda_graphs", absent=False),
         channels_last=r.flag("channels_last"),
         tick_kimg=r.number("tick_kimg", at_least=0.001),
         checkpoint_kimg=r.number("checkpoint_kimg", at_least=0.001),

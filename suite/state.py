@@ -14,6 +14,7 @@ are requests, honoured when the raw network declares ``channels_last = True`` / 
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from torch import nn
 from suite.assembly import build_parts
 from suite.checkpoint import load_latest_checkpoint, save_checkpoint
 from suite.distributed import DistContext
+from suite.metrics.inception import suite_cache_dir
 from suite.sampler import NoiseSampler
 from suite.spec import RunSpec
 from suite.task import Task
@@ -43,7 +45,7 @@ class TrainingState:
         self.channels_last = parts.channels_last
         self.ema = copy.deepcopy(self.model).eval().requires_grad_(False)
         self.optimizer = torch.optim.Adam(
-            self.model.parameters(), lr=spec.budget.lr, betas=(0.9, 0.999), eps=1e-8
+            self.model.parameters(), lr=spec.budget.lr, betas=(0.9, 0.999), eps=1e-8, fused=True
         )
         ddp = (
             nn.parallel.DistributedDataParallel(
@@ -52,13 +54,24 @@ class TrainingState:
             if ctx.world_size > 1
             else self.model
         )
+        self.eager_forward: nn.Module = ddp
         compilable = getattr(self.model.net, "compilable", False)
-        compile_ = spec.budget.compile and compilable and device.type == "cuda"
-        self.forward: nn.Module = torch.compile(ddp) if compile_ else ddp
+        self.compiled = compilable and spec.budget.compiles(device.type)
+        self.cuda_graphs = self.compiled and spec.budget.cuda_graphs and device.type == "cuda"
+        self.forward: nn.Module = ddp
+        self.compile_cache: str | None = None
+        if self.compiled:
+            self.compile_cache = str(use_compile_cache())
+            mode = "reduce-overhead" if self.cuda_graphs else None
+            self.forward = torch.compile(ddp, dynamic=False, mode=mode)
         self.nimg = 0
         self.wall_time = 0.0
         self.tick_start_nimg = 0  # where the current stats tick began
         self.tick_loss_sum = 0.0  # the loss summed over the examples since then (set when saving)
+
+    def fall_back_to_eager(self) -> None:
+        """Train the eager network from now on (the compiled one failed to compile)."""
+        self.forward, self.compiled, self.cuda_graphs = self.eager_forward, False, False
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -91,3 +104,11 @@ class TrainingState:
         self.tick_start_nimg = int(state["tick"]["start_nimg"])
         self.tick_loss_sum = float(state["tick"]["loss_sum"])
         return True
+
+
+def use_compile_cache() -> Path:
+    """The folder of inductor's caches: ``$TORCHINDUCTOR_CACHE_DIR`` when set, else it is set to
+    ``$SUITE_CACHE/inductor`` (the FX-graph, AOTAutograd and kernel caches all live under it)."""
+    if not os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(suite_cache_dir() / "inductor")
+    return Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])

@@ -86,6 +86,9 @@ class Trainer:
         self._rebuilds_logged = 0
         self._loss_sum = torch.zeros((), device=self.ctx.device)
         self.watchers: Watchers | None = None  # the main rank's live loggers, opened by run()
+        self.compile_seconds: float | None = None  # the first compiled step's time, once taken
+        self.compile_warning: str | None = None
+        self._tick_compile_seconds = 0.0  # compile time inside the current tick, reported apart
 
     @property
     def nimg(self) -> int:
@@ -93,7 +96,52 @@ class Trainer:
 
     # -- one step ------------------------------------------------------------------------------------
     def train_step(self) -> Tensor:
-        """One optimiser step on the global batch starting at ``nimg``; returns this rank's loss sum."""
+        """One optimiser step on the global batch starting at ``nimg``; returns this rank's loss sum. The
+        first step of a compiled network compiles it: its time is kept in ``compile_seconds`` (and left out
+        of the run's wall time and sec/kimg); a compile that fails leaves one warning line in
+        ``compile_warning`` and the step is taken again, eager. A compile fails in the forward or the
+        backward, before the optimiser or the sampler has changed anything, so the retried step is the
+        step an eager run takes."""
+        state = self.state
+        if not state.compiled or self.compile_seconds is not None:
+            return self._step()
+        start = time.perf_counter()
+        try:
+            loss = self._step()
+        except Exception as err:  # the compiler's failure, of any type; an eager failure re-raises below
+            reason = (str(err).strip().splitlines() or [""])[0][:300]
+            self.compile_warning = f"torch.compile failed ({type(err).__name__}: {reason}); training eager"
+            if self.ctx.is_main:
+                print(f"warning: {self.compile_warning}", flush=True)
+            state.fall_back_to_eager()
+            state.optimizer.zero_grad(set_to_none=True)
+            self.compile_seconds = time.perf_counter() - start
+            return self._step()
+        self.compile_seconds = time.perf_counter() - start
+        if self.ctx.is_main:
+            print(
+                f"compiled the training step in {self.compile_seconds:.1f} s "
+                f"(inductor cache {state.compile_cache})",
+                flush=True,
+            )
+        return loss
+
+    def compile_record(self) -> dict[str, Any]:
+        """What run.json keeps about compilation in this launch."""
+        state = self.state
+        record: dict[str, Any] = {
+            "requested": {None: "auto", True: "true", False: "false"}[self.budget.compile],
+            "compiled": state.compiled,
+            "cuda_graphs": state.cuda_graphs,
+        }
+        if self.compile_seconds is not None:
+            record["seconds"] = round(self.compile_seconds, 2)
+            record["cache"] = state.compile_cache
+        if self.compile_warning is not None:
+            record["warning"] = self.compile_warning
+        return record
+
+    def _step(self) -> Tensor:
         ctx, spec, state = self.ctx, self.spec, self.state
         seed, nimg = spec.seed, state.nimg
         gen = step_generator(seed, nimg, ctx.device)
@@ -117,6 +165,8 @@ class Trainer:
         autocast = torch.autocast(
             ctx.device.type, dtype=torch.bfloat16, enabled=self.budget.precision == "bf16"
         )
+        if state.cuda_graphs:  # the previous step's graph outputs are no longer read
+            torch.compiler.cudagraph_mark_step_begin()
         with autocast:
             x0 = self.objective.encode(state.model, x0)
             weighted, observed = self.objective.losses(
@@ -273,11 +323,21 @@ class Trainer:
         ctx, budget, state = self.ctx, self.budget, self.state
         tick_nimg, ckpt_nimg = budget.tick_nimg, budget.checkpoint_nimg
         tick_start = time.perf_counter()
+        if ctx.is_main:
+            self.dir.update(compile=self.compile_record())
         while self.nimg < self.total_nimg:
             step_start = time.perf_counter()
             before = self.nimg
+            compiling = state.compiled and self.compile_seconds is None
             self._loss_sum += self.train_step()
-            state.wall_time += time.perf_counter() - step_start
+            step_seconds = time.perf_counter() - step_start
+            if compiling:  # compile time is recorded apart: out of the wall time and the tick's sec/kimg
+                step_seconds -= self.compile_seconds
+                tick_start += self.compile_seconds
+                self._tick_compile_seconds = self.compile_seconds
+                if ctx.is_main:
+                    self.dir.update(compile=self.compile_record())
+            state.wall_time += max(step_seconds, 0.0)
             fault_point("step", self.nimg)
             if ctx.is_main:
                 self.log_sampler()
@@ -309,8 +369,9 @@ class Trainer:
         if dist.is_initialized():
             dist.all_reduce(loss_sum)
         processed = max(self.nimg - last_tick, 1)
-        sec_per_kimg = (time.perf_counter() - tick_start) / processed * 1000
+        sec_per_kimg = (time.perf_counter() - tick_start) / processed * 1000  # compile time excluded
         remaining = (self.total_nimg - self.nimg) / 1000 * sec_per_kimg
+        compiled = self._tick_compile_seconds
         if self.ctx.is_main:
             row = {
                 "nimg": self.nimg,
@@ -320,15 +381,19 @@ class Trainer:
                 "wall_time": round(self.state.wall_time, 2),
                 "lr": self.state.optimizer.param_groups[0]["lr"],
             }
+            if compiled:
+                row["compile_s"] = round(compiled, 2)
             append_jsonl(self.dir.stats, [row])
             if self.watchers is not None:
                 self.watchers.log(self.nimg, {"train/loss": row["loss"], "train/sec_per_kimg": sec_per_kimg})
             print(
                 f"[{self.spec.task}/{self.spec.sampler.label}/seed{self.spec.seed}] "
                 f"kimg {self.nimg / 1000:.1f}/{self.total_nimg / 1000:.1f}  loss {row['loss']:.4f}  "
-                f"sec/kimg {sec_per_kimg:.2f}  ETA {format_eta(remaining)}",
+                f"sec/kimg {sec_per_kimg:.2f}  ETA {format_eta(remaining)}"
+                + (f"  (compile {compiled:.1f} s apart)" if compiled else ""),
                 flush=True,
             )
+        self._tick_compile_seconds = 0.0
 
 
 def take_lease(run_dir: Path, ctx: DistContext) -> Lease | None:

@@ -3,6 +3,7 @@ and writes figures that are positive and finite (their speed is not tested)."""
 
 import json
 import math
+import statistics
 
 import fid_extractor  # noqa: F401  (registers the "rand-test" feature extractor)
 import pytest
@@ -97,12 +98,25 @@ def test_bench_sampler(tmp_path, data, capsys):
 
 def test_bench_eval(tmp_path, data, capsys):
     report, printed = bench("eval", tmp_path, data, capsys, "--samples", "4")
-    generate, metric = report["rows"]
+    generate, metric, *precision_rows = report["rows"]
     assert generate["what"] == "generate" and generate["n"] == 4 and generate["nfe"] == 7
     assert metric["what"] == "fd-rand-test" and metric["n"] == 4
     assert_positive_finite(generate, ["seconds", "rate"])
     assert_positive_finite(metric, ["seconds", "rate", "value"])
     assert "samples/s" in printed and "fd-rand-test" in printed
+    (check,) = report["precision"]  # fp32 vs bf16 generation of the same network, against the seed spread
+    assert check["metric"] == "fd-rand-test" and check["fp32"] == metric["value"]  # the same latents
+    assert check["samples_max_abs_difference"] > 0  # bf16 really generated (a sign decode may hide it)
+    assert check["difference"] == check["bf16"] - check["fp32"]
+    assert check["fp32_sd"] == statistics.stdev(check["fp32_seeds"]) and len(set(check["fp32_seeds"])) == 3
+    assert check["inside_spread"] == (abs(check["difference"]) <= check["fp32_sd"])
+    assert [row["what"] for row in precision_rows] == [
+        "fd-rand-test fp32 (seed 0)",
+        "fd-rand-test bf16 (seed 0)",
+        "fd-rand-test bf16 − fp32",
+        "fd-rand-test fp32 sd over 3 seeds",
+    ]
+    assert "fd-rand-test: bf16 generation" in printed and "the default" in printed
 
 
 def test_bench_sweep_sets_one_and_two_concurrent_runs_against_the_single_run(
