@@ -44,15 +44,19 @@ class KingmaGaoAdaptive(BinnedAdaptiveSampler):
         super().__init__(sigma_min, sigma_max, weight, bins=bins, **schedule)
         self.importance_correction = bool(importance_correction)
 
-    def _reference_factor(self, sigma: Tensor) -> Tensor:
-        """π_ref(σ)·w(σ) with the correction, w(σ) without it."""
-        factor = self.loss_weight(sigma)
-        if self.importance_correction:
-            factor = factor * self.base.log_prob(sigma.log()).exp().to(sigma.device)
-        return factor
+    def _describe_draws(self, draws: dict[str, Tensor]) -> dict[str, Tensor]:
+        """π_ref(σ), the base prior's density at the draws: the importance weight and the binned statistic of
+        the same batch both use it, so it is computed once per batch."""
+        if not self.importance_correction:
+            return {}
+        return {"reference": self.base.log_prob(draws["u"]).exp()}
 
-    def statistic(self, sigma: Tensor, loss: Tensor) -> Tensor:
-        return self._reference_factor(sigma) * loss
+    def statistic(self, draws: dict[str, Tensor], loss: Tensor) -> Tensor:
+        """π_ref(σ)·w(σ)·ℓ with the correction, w(σ)·ℓ without it."""
+        factor = self.loss_weight(draws["sigma"])
+        if self.importance_correction:
+            factor = factor * draws["reference"]
+        return factor * loss
 
     def build_density(self, m_hat: Tensor) -> TabulatedDensity:
         return TabulatedDensity.histogram(self.edges.to(m_hat.device), m_hat)
@@ -61,9 +65,11 @@ class KingmaGaoAdaptive(BinnedAdaptiveSampler):
         """π_ref(σ)/p(σ) when the correction is on and the histogram is in use; None otherwise."""
         if not self.importance_correction or self.density is None:
             return None
-        u = sigma.detach().to(self.density.nodes.device).double().log()
-        ratio = self.base.log_prob(u).exp().to(u.device) / self.density.prob(u).clamp(min=1e-300)
-        return ratio.to(sigma.dtype).to(sigma.device)
+        if self.pending_sum.device != sigma.device:
+            self.to(sigma.device)
+        draws = self.draws(sigma.detach())
+        ratio = draws["reference"] / self.density.prob(draws["u"]).clamp(min=1e-300)
+        return ratio.to(sigma.dtype)
 
     def hyperparameters(self) -> dict[str, Any]:
         return super().hyperparameters() | {"importance_correction": self.importance_correction}

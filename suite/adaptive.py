@@ -98,6 +98,7 @@ class BinnedAdaptiveSampler(NoiseSampler):
         self.dropped = 0
         self.density: TabulatedDensity | None = None
         self.history: list[dict[str, Any]] = []
+        self._memo: tuple[tuple[Any, ...], Tensor, dict[str, Tensor]] | None = None
         self._allocate(torch.device("cpu"))
 
     # -- statistics ----------------------------------------------------------------------------------
@@ -118,27 +119,50 @@ class BinnedAdaptiveSampler(NoiseSampler):
         return self
 
     @abstractmethod
-    def statistic(self, sigma: Tensor, loss: Tensor) -> Tensor:
-        """Per-sample value whose bin means drive the density (float64)."""
+    def statistic(self, draws: dict[str, Tensor], loss: Tensor) -> Tensor:
+        """Per-sample value whose bin means drive the density (float64), from the float64 loss and the
+        batch's ``draws`` (σ, u, inside, ...)."""
 
     @abstractmethod
     def build_density(self, m_hat: Tensor) -> TabulatedDensity:
         """New sampling density from the filled bin means m̂ (on the bin centers)."""
 
+    def draws(self, sigma: Tensor) -> dict[str, Tensor]:
+        """Per-draw quantities of the batch ``sigma``, computed once: σ in float64 (``sigma``), u = ln σ
+        (``u``), whether σ lies in the support (``inside``) and what ``_describe_draws`` adds. The
+        importance weight and the observation of the same σ tensor share them: a call with the same
+        elements (the same storage, shape, strides and dtype, not modified in place since, which torch's
+        version counter tells) returns the kept values; the kept tensor holds its storage, so no other
+        tensor can take its address."""
+        key = (sigma.data_ptr(), sigma.shape, sigma.stride(), sigma.dtype, sigma.device, sigma._version)
+        if self._memo is None or self._memo[0] != key:
+            sigma64 = sigma.to(torch.float64)
+            u = sigma64.log()
+            inside = self.inside_support(sigma64)
+            values = {"sigma": sigma64, "u": u, "inside": inside}
+            values.update(self._describe_draws(values))
+            self._memo = (key, sigma, values)
+        return self._memo[2]
+
+    def _describe_draws(self, draws: dict[str, Tensor]) -> dict[str, Tensor]:
+        """Extra per-draw quantities of a subclass (kept with the draws)."""
+        return {}
+
     def _observe(self, sigma: Tensor, loss: Tensor) -> None:
         if self.pending_sum.device != sigma.device:
             self.to(sigma.device)
-        sigma64 = sigma.to(torch.float64)
-        u = sigma64.log()
-        outside = self.outside_support(sigma64)
-        finite = torch.isfinite(loss) & ~outside
-        value = torch.where(finite, self.statistic(sigma64, loss.to(torch.float64)), torch.zeros_like(u))
+        draws = self.draws(sigma)
+        u, inside = draws["u"], draws["inside"]
+        finite_loss = loss.abs() < math.inf  # torch.isfinite, in two operations
+        finite = finite_loss & inside
+        value = torch.where(finite, self.statistic(draws, loss.to(torch.float64)), 0.0)
         width = (self.u_max - self.u_min) / self.bins
-        index = ((u - self.u_min) / width).nan_to_num(0).floor().clamp(0, self.bins - 1).long()
+        # floor is the truncation of .long() here: negative values are clamped to bin 0 first
+        index = ((u - self.u_min) / width).nan_to_num(0).clamp(0, self.bins - 1).long()
         self.pending_sum.index_add_(0, index, value)
         self.pending_count.index_add_(0, index, finite.to(torch.float64))
-        self.pending_dropped += (~torch.isfinite(loss) & ~outside).sum()
-        self.pending_outside += outside.sum()
+        self.pending_dropped += (inside & ~finite_loss).sum()
+        self.pending_outside += (~inside).sum()
         self.steps += 1
         if self.steps >= self.warmup_steps and (self.steps - self.warmup_steps) % self.refresh_every == 0:
             self.rebuild()

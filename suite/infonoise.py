@@ -86,7 +86,7 @@ class InfoNoise(BinnedAdaptiveSampler):
         self.onset_persistence = int(onset_persistence)
         self.pivot = self.gate_c
 
-    def statistic(self, sigma: Tensor, loss: Tensor) -> Tensor:
+    def statistic(self, draws: dict[str, Tensor], loss: Tensor) -> Tensor:
         """The unweighted x₀-space loss itself: its bin means estimate MMSE(σ)."""
         return loss
 

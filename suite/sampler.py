@@ -122,9 +122,13 @@ class NoiseSampler(ABC):
 
     def outside_support(self, sigma: Tensor) -> Tensor:
         """Boolean mask of σ outside [σ_min, σ_max] (with a 1e-6 relative tolerance) or not finite."""
+        return ~self.inside_support(sigma)
+
+    def inside_support(self, sigma: Tensor) -> Tensor:
+        """Boolean mask of σ inside [σ_min, σ_max] (with a 1e-6 relative tolerance); NaN is outside."""
         lo = self.sigma_min * (1 - _SUPPORT_RTOL)
         hi = self.sigma_max * (1 + _SUPPORT_RTOL)
-        return ~((sigma >= lo) & (sigma <= hi))
+        return (sigma >= lo) & (sigma <= hi)
 
     def importance_weight(self, sigma: Tensor) -> Tensor | None:
         """Extra factor on the task's loss weight for draws at ``sigma``; None means 1."""
@@ -195,7 +199,7 @@ class TruncatedSampler(NoiseSampler):
         lo, hi = self._bounds()
         inside = (u >= self.u_min) & (u <= self.u_max)
         value = self._base_log_pdf(u) - math.log(hi - lo)
-        return torch.where(inside, value, torch.full_like(value, -math.inf))
+        return torch.where(inside, value, -math.inf)
 
     def cdf(self, u: Tensor) -> Tensor:
         u = u.to(torch.float64).clamp(self.u_min, self.u_max)

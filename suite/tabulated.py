@@ -11,6 +11,12 @@ Normalising is done once, when a density is built. A checkpoint keeps the normal
 and ``from_tables`` restores them bit for bit, and ``to`` moves them between devices as they are: the total
 of already-normalised tables is 1 only to rounding (0.9999999999999998 happens), so normalising them again
 would change their last bits, and with them every later draw and rebuild of a resumed run.
+
+Evaluating at many points costs one ``searchsorted`` and one gather per call: the per-segment quantities
+the formulas need (node, width, a, b, b², 4a, right − left) are computed once per density, elementwise
+from the tables, and stored padded so that the raw ``searchsorted`` position i indexes segment
+clamp(i − 1, 0, J − 1) directly. Each value is the same IEEE operation on the same operands as the formula
+written per point, so the results are bit for bit those of the per-point formulas.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ class TabulatedDensity:
             [torch.zeros(1, dtype=torch.float64, device=nodes.device), (mass / total).cumsum(0)]
         )
         self.cum[-1] = 1.0
+        self._derive()
 
     @classmethod
     def histogram(cls, edges: Tensor, values: Tensor) -> TabulatedDensity:
@@ -74,7 +81,22 @@ class TabulatedDensity:
         density.left = left.to(torch.float64)
         density.right = right.to(torch.float64)
         density.cum = cum.to(torch.float64)
+        density._derive()
         return density
+
+    def _derive(self) -> None:
+        """The padded per-segment tables of ``prob`` and ``icdf`` (see the module docstring)."""
+        segments = self.width.numel()
+        # raw searchsorted position i in 0..J+1 -> segment clamp(i - 1, 0, J - 1)
+        pad = (torch.arange(segments + 2, device=self.nodes.device) - 1).clamp(0, segments - 1)
+        left, right, width = self.left, self.right, self.width
+        a = 0.5 * (right - left) * width
+        b = left * width
+        # rows: node, width, left, right - left (prob); cum, b, b², 4a (icdf); gathered together per call
+        self._segments = torch.stack(
+            [self.nodes[:-1], width, left, right - left, self.cum[:-1], b, b * b, 4 * a]
+        )[:, pad].contiguous()
+        self.constant = bool(torch.equal(left, right))  # a histogram: the density is left[j] on segment j
 
     def to(self, device: torch.device | str) -> TabulatedDensity:
         """The same density with its tables on ``device``, unchanged."""
@@ -88,10 +110,14 @@ class TabulatedDensity:
     def prob(self, u: Tensor) -> Tensor:
         """Density at u (zero outside the node range)."""
         u = u.to(torch.float64)
-        j, t = self._segment(u)
-        value = self.left[j] + (self.right[j] - self.left[j]) * t
+        i = torch.searchsorted(self.nodes, u, right=True)
+        if self.constant:
+            value = self._segments[2][i]
+        else:
+            node, width, left, slope = self._segments[:4].index_select(1, i)
+            value = left + slope * ((u - node) / width).clamp(0, 1)
         inside = (u >= self.nodes[0]) & (u <= self.nodes[-1])
-        return torch.where(inside, value, torch.zeros_like(value))
+        return torch.where(inside, value, 0.0)
 
     def cdf(self, u: Tensor) -> Tensor:
         """∫ density up to u."""
@@ -102,14 +128,12 @@ class TabulatedDensity:
         return (self.cum[j] + partial).clamp(0, 1)
 
     def icdf(self, p: Tensor) -> Tensor:
-        """The u whose CDF is p."""
-        p = p.to(torch.float64).clamp(0, 1)
-        j = (torch.searchsorted(self.cum, p, right=True) - 1).clamp(0, self.width.numel() - 1)
-        m = (p - self.cum[j]).clamp(min=0)
-        h = self.width[j]
-        a = 0.5 * (self.right[j] - self.left[j]) * h
-        b = self.left[j] * h
-        disc = (b * b + 4 * a * m).clamp(min=0)
+        """The u whose CDF is p, for p in [0, 1]: in the segment where a·t² + b·t = m, m = p − cum[j]."""
+        p = p.to(torch.float64)
+        i = torch.searchsorted(self.cum, p, right=True)
+        node, h, _, _, cum, b, b2, a4 = self._segments.index_select(1, i)
+        m = (p - cum).clamp(min=0)
+        disc = (b2 + a4 * m).clamp(min=0)
         denom = b + disc.sqrt()
-        t = torch.where(denom > 0, 2 * m / denom.clamp(min=1e-300), torch.zeros_like(m))
-        return self.nodes[j] + t.clamp(0, 1) * h
+        t = torch.where(denom > 0, 2 * m / denom.clamp(min=1e-300), 0.0)
+        return node + t.clamp(0, 1) * h

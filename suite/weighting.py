@@ -39,7 +39,8 @@ class EDMWeight(LossWeight):
 
     def __call__(self, sigma: Tensor) -> Tensor:
         sd2 = self.sigma_data**2
-        return (sigma**2 + sd2) / (sigma**2 * sd2)
+        s2 = sigma**2
+        return (s2 + sd2) / (s2 * sd2)
 
     def describe(self) -> dict[str, float | str]:
         return {"name": self.name, "sigma_data": self.sigma_data}
