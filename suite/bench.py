@@ -9,9 +9,9 @@
   measured in the same run. Peak memory: ``torch.cuda.max_memory_allocated`` on CUDA, the process's peak
   resident set size (``getrusage``, cumulative over the run) on the CPU.
 * ``sampler``: every configured sampler's cost per training step: drawing σ for the global batch (with
-  its importance weight), observing the batch's losses and the amortised rebuild, against one training
-  step of the task's network at the same batch (default 512; the target is at most 1%), measured in the
-  same run. Adaptive samplers are first driven through their warm-up; the timed loop is then a whole
+  its importance weight), observing the batch's losses as the training step does (``observe_draws``: no
+  host read) and the amortised rebuild, against one training step of the task's network at the same batch
+  (default 512; the target is at most 1%), measured in the same run. Adaptive samplers are first driven through their warm-up; the timed loop is then a whole
   number of refresh periods, so it holds exactly one rebuild per ``refresh_every`` steps. The observed
   losses are a synthetic MMSE-like curve of the drawn σ, computed beforehand on a copy of the sampler
   fed the same generator stream, so the timed loop holds sampler work only. This wall time includes the
@@ -384,13 +384,13 @@ def sampler_cost(spec: RunSpec, batch: int, device: torch.device, min_steps: int
     gen = torch.Generator(device=device).manual_seed(0)
     for _ in range(warmup):  # past the first rebuild: the steady state
         sigma = draw(sampler, gen)
-        sampler.observe(sigma, synthetic_loss(sigma, dims, sigma_data, noise))
+        sampler.observe_draws(sigma, synthetic_loss(sigma, dims, sigma_data, noise))
     probe, gen = copy.deepcopy(sampler), torch.Generator(device=device).manual_seed(1)
     losses = []
     for _ in range(steps):  # the losses of the draws the timed loop will make
         sigma = draw(probe, gen)
         losses.append(synthetic_loss(sigma, dims, sigma_data, noise))
-        probe.observe(sigma, losses[-1])
+        probe.observe_draws(sigma, losses[-1])
     del probe
 
     gen = torch.Generator(device=device).manual_seed(1)
@@ -400,12 +400,12 @@ def sampler_cost(spec: RunSpec, batch: int, device: torch.device, min_steps: int
         twin, gen = copy.deepcopy(sampler), torch.Generator(device=device).manual_seed(1)
         calls = max(1, min(DEVICE_CALLS, every - 1)) if sampler.adaptive else DEVICE_CALLS
         device_time = device_seconds_per_call(
-            lambda i: twin.observe(draw(twin, gen), losses[i]), calls, device
+            lambda i: twin.observe_draws(draw(twin, gen), losses[i]), calls, device
         )
         del twin
     gen = torch.Generator(device=device).manual_seed(1)
     rebuilds_before = len(getattr(sampler, "history", []))
-    step_s = seconds_per_call(lambda i: sampler.observe(draw(sampler, gen), losses[i]), steps, device)
+    step_s = seconds_per_call(lambda i: sampler.observe_draws(draw(sampler, gen), losses[i]), steps, device)
     rebuilds = len(getattr(sampler, "history", [])) - rebuilds_before
     rebuild_s = 0.0
     if sampler.adaptive:

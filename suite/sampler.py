@@ -99,13 +99,17 @@ class NoiseSampler(ABC):
         next synchronisation point, so that observing never forces a host sync). Non-finite losses are
         dropped and counted by adaptive samplers.
         """
-        sigma = sigma.detach().reshape(-1)
-        loss = loss.detach().reshape(-1)
-        if sigma.shape != loss.shape:
-            raise ValueError(f"sigma has {sigma.numel()} entries but loss has {loss.numel()}")
+        sigma, loss = _flat_pair(sigma, loss)
         if sigma.device.type == "cpu":
             self.check_support(sigma)
         self._observe(sigma, loss)
+
+    def observe_draws(self, sigma: Tensor, loss: Tensor) -> None:
+        """``observe`` for σ this sampler drew itself (``sample`` keeps them inside the support), without the
+        support check on the CPU: it reads no value back from the device, on any device, so a training step
+        never waits for its queued work here. Adaptive samplers still count σ outside the support on the
+        device and refuse them at their next rebuild."""
+        self._observe(*_flat_pair(sigma, loss))
 
     def _observe(self, sigma: Tensor, loss: Tensor) -> None:  # noqa: B027 (fixed samplers: a deliberate no-op)
         """Fixed samplers ignore observations."""
@@ -209,6 +213,15 @@ class TruncatedSampler(NoiseSampler):
     def _icdf(self, p: Tensor) -> Tensor:
         lo, hi = self._bounds()
         return self._base_icdf(lo + p * (hi - lo)).clamp(self.u_min, self.u_max)
+
+
+def _flat_pair(sigma: Tensor, loss: Tensor) -> tuple[Tensor, Tensor]:
+    """σ and the losses as detached flat tensors of one length (a ValueError naming both lengths if not)."""
+    sigma = sigma.detach().reshape(-1)
+    loss = loss.detach().reshape(-1)
+    if sigma.shape != loss.shape:
+        raise ValueError(f"sigma has {sigma.numel()} entries but loss has {loss.numel()}")
+    return sigma, loss
 
 
 def build_sampler(

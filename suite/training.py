@@ -182,7 +182,7 @@ class Trainer:
         for group in state.optimizer.param_groups:
             group["lr"] = learning_rate(self.budget.lr, nimg, self.budget.lr_rampup_kimg)
         state.optimizer.step()
-        state.sampler.observe(sigma, observed)
+        state.sampler.observe_draws(sigma, observed)
         state.nimg += self.batch
         beta = ema_beta(self.batch, state.nimg, self.budget.ema_halflife_kimg, self.budget.ema_rampup_ratio)
         with torch.no_grad():

@@ -1,0 +1,63 @@
+"""A training step reads nothing back from the device between its logging ticks and the sampler's rebuilds.
+
+Every host read of a tensor's value (``.item()``, ``float(t)``, ``bool(t)``, a tensor in an ``if``) dispatches
+``aten::_local_scalar_dense``, and every data-dependent shape (boolean-mask indexing, ``nonzero``) dispatches
+``aten::nonzero``: on CUDA both wait for the queued work. torch's CUDA sync debug mode cannot run here, so a
+``TorchDispatchMode`` records the operators one step dispatches on the CPU, for a fixed sampler and for
+the adaptive ones past their warm-up (KG with its importance weight in use), with gradient clipping on.
+"""
+
+from pathlib import Path
+
+import pytest
+import torch
+from datagen import write_mnist_format
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from suite.config import compose_run
+from suite.spec import run_spec
+from suite.training import Trainer
+
+HOST_READS = {"aten._local_scalar_dense.default", "aten.nonzero.default"}
+REFRESH = 1000  # no rebuild falls in the recorded step
+
+
+class Operators(TorchDispatchMode):
+    """The names of the aten operators dispatched inside the mode, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    return write_mnist_format(tmp_path_factory.mktemp("fashion-idx"))
+
+
+@pytest.mark.parametrize("sampler", ["edm", "kg", "infonoise"])
+def test_training_step_reads_no_value_back_from_the_device(sampler, data, tmp_path):
+    overrides = [
+        f"task.root={data}",
+        "device=cpu",
+        "budget.batch=8",
+        "budget.grad_clip=1.0",
+        "budget.adaptive.warmup_steps=1",
+        f"budget.adaptive.refresh_every={REFRESH}",
+        "task.networks.smoke.model_channels=8",
+        "task.networks.smoke.channel_mult=[1,2]",
+    ]
+    if sampler != "edm":  # a density from the first batch: every bin with an observation counts
+        overrides.append("sampler.min_count=1")
+    trainer = Trainer(run_spec(compose_run("bfashion", sampler, "smoke", overrides)), tmp_path)
+    trainer.train_step()  # the adaptive samplers' first rebuild: their density is in use from here
+    weight = trainer.state.sampler.importance_weight(torch.ones(1))
+    assert (weight is not None) == (sampler == "kg")
+    with Operators() as recorded:
+        trainer.train_step()
+    assert "aten.index_add_.default" in recorded.names or not trainer.state.sampler.adaptive
+    assert not HOST_READS & set(recorded.names), sorted(HOST_READS & set(recorded.names))
