@@ -11,8 +11,9 @@
 * ``sampler``: every configured sampler's cost per training step: drawing σ for the global batch (with
   its importance weight), observing the batch's losses as the training step does (``observe_draws``: no
   host read) and the amortised rebuild, against one training step of the task's network at the same batch
-  (default 512; the target is at most 1%), measured in the same run. Adaptive samplers are first driven through their warm-up; the timed loop is then a whole
-  number of refresh periods, so it holds exactly one rebuild per ``refresh_every`` steps. The observed
+  (default 512; the target is at most 1%), measured in the same run. Adaptive samplers are first driven
+  through their warm-up; the timed loop is then a whole number of refresh periods, so it holds exactly one
+  rebuild per ``refresh_every`` steps. The observed
   losses are a synthetic MMSE-like curve of the drawn σ, computed beforehand on a copy of the sampler
   fed the same generator stream, so the timed loop holds sampler work only. This wall time includes the
   kernel launches; on CUDA the GPU time of draw + observe is measured too, each step queued behind a
