@@ -3,11 +3,12 @@
 A step: draw the global batch's data indices, σ, ε and condition dropout from the step's generator
 (``suite.schedule``), let the task augment the batch, evaluate the task's objective (``suite.objectives``)
 under the budget's precision, step Adam (EDM: β = 0.9, 0.999, ε = 1e-8, linear learning-rate warm-up,
-non-finite gradients zeroed, optional gradient-norm clipping), hand σ and the observed x₀-space errors to
-the noise sampler, and update the EMA. Around the steps: a stats row every tick, an evaluation
-(``suite.evaluation``) with a network snapshot at each evaluation point, checkpoints (``suite.state``), and a
-clean stop with a checkpoint on SIGTERM, SIGUSR2 or SIGINT (``suite.stopping``). Records and provenance are
-``suite.provenance``'s.
+non-finite gradients zeroed in three operations (``zero_nonfinite_``), optional gradient-norm clipping;
+fused), hand σ and the observed x₀-space errors to the noise sampler (``observe_draws``: no value is read
+back from the device inside a step), and update the EMA (one ``torch._foreach_lerp_``). Around the steps: a
+stats row every tick, an evaluation (``suite.evaluation``) with a network snapshot at each evaluation point,
+checkpoints (``suite.state``), and a clean stop with a checkpoint on SIGTERM, SIGUSR2 or SIGINT
+(``suite.stopping``). Records and provenance are ``suite.provenance``'s.
 
 Ticks lie on a fixed grid of processed examples: a stats row is written after the first step whose
 ``nimg`` reaches each multiple of ``tick_kimg`` (and after the last step), and the loss summed since the
@@ -174,9 +175,7 @@ class Trainer:
             )
         state.optimizer.zero_grad(set_to_none=True)
         (weighted.sum() / per_rank).backward()
-        for p in state.model.parameters():
-            if p.grad is not None:
-                torch.nan_to_num_(p.grad, nan=0, posinf=0, neginf=0)
+        zero_nonfinite_([p.grad for p in state.model.parameters() if p.grad is not None])
         if self.budget.grad_clip > 0:
             nn.utils.clip_grad_norm_(state.model.parameters(), self.budget.grad_clip)
         for group in state.optimizer.param_groups:
@@ -394,6 +393,19 @@ class Trainer:
                 flush=True,
             )
         self._tick_compile_seconds = 0.0
+
+
+def zero_nonfinite_(grads: list[Tensor]) -> None:
+    """Set the NaN and ±inf entries of every tensor of ``grads`` to zero, in place, as three operations
+    however many tensors there are (one per tensor launches a kernel each, which costs small networks more
+    than the cleaning itself): concatenated into one flat buffer, cleaned there, copied back at once."""
+    if not grads:
+        return
+    # each gradient in its memory order (autograd lays them out densely, as their parameters): 1-D views
+    views = [g.permute(sorted(range(g.ndim), key=lambda d: -g.stride(d))).view(-1) for g in grads]
+    flat = torch.cat(views)
+    torch.nan_to_num_(flat, nan=0.0, posinf=0.0, neginf=0.0)
+    torch._foreach_copy_(views, list(flat.split([v.numel() for v in views])))
 
 
 def take_lease(run_dir: Path, ctx: DistContext) -> Lease | None:

@@ -1,10 +1,13 @@
-"""A training step reads nothing back from the device between its logging ticks and the sampler's rebuilds.
+"""The training step's fixed costs: no host read inside a step, gradient cleaning in a few operations.
+
+A training step reads nothing back from the device between its logging ticks and the sampler's rebuilds.
 
 Every host read of a tensor's value (``.item()``, ``float(t)``, ``bool(t)``, a tensor in an ``if``) dispatches
 ``aten::_local_scalar_dense``, and every data-dependent shape (boolean-mask indexing, ``nonzero``) dispatches
 ``aten::nonzero``: on CUDA both wait for the queued work. torch's CUDA sync debug mode cannot run here, so a
 ``TorchDispatchMode`` records the operators one step dispatches on the CPU, for a fixed sampler and for
 the adaptive ones past their warm-up (KG with its importance weight in use), with gradient clipping on.
+The non-finite gradient entries are zeroed as ``torch.nan_to_num_`` zeroes them one tensor at a time.
 """
 
 from pathlib import Path
@@ -16,7 +19,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from suite.config import compose_run
 from suite.spec import run_spec
-from suite.training import Trainer
+from suite.training import Trainer, zero_nonfinite_
 
 HOST_READS = {"aten._local_scalar_dense.default", "aten.nonzero.default"}
 REFRESH = 1000  # no rebuild falls in the recorded step
@@ -61,3 +64,23 @@ def test_training_step_reads_no_value_back_from_the_device(sampler, data, tmp_pa
         trainer.train_step()
     assert "aten.index_add_.default" in recorded.names or not trainer.state.sampler.adaptive
     assert not HOST_READS & set(recorded.names), sorted(HOST_READS & set(recorded.names))
+
+
+def test_gradient_cleaning_equals_nan_to_num_on_each_tensor_in_three_operations():
+    gen = torch.Generator().manual_seed(0)
+    shapes = [(8, 3, 3, 3), (8,), (16, 8, 1, 1), (5, 7)]
+    grads = [torch.randn(shape, generator=gen) for shape in shapes]
+    grads[0] = grads[0].contiguous(memory_format=torch.channels_last)  # a channels_last conv weight's grad
+    for g, bad in zip(grads, [float("nan"), float("inf"), -float("inf"), float("nan")], strict=True):
+        g[torch.rand(g.shape, generator=gen) < 0.3] = bad
+    grads[0][0, 1, 2, 0] = -float("inf")
+    expected = [torch.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0) for g in grads]
+    kept = [g.data_ptr() for g in grads]
+    with Operators() as recorded:
+        zero_nonfinite_(grads)
+    for g, want in zip(grads, expected, strict=True):
+        assert torch.equal(g, want) and bool(g.isfinite().all())
+    assert [g.data_ptr() for g in grads] == kept and grads[0].is_contiguous(memory_format=torch.channels_last)
+    views = {"permute", "view", "split_with_sizes"}  # no kernel: they only describe memory already there
+    kernels = [name for name in recorded.names if name.split(".")[1] not in views]
+    assert len(kernels) == 3, kernels
