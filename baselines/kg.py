@@ -68,7 +68,9 @@ class KingmaGaoAdaptive(BinnedAdaptiveSampler):
         if self.pending_sum.device != sigma.device:
             self.to(sigma.device)
         draws = self.draws(sigma.detach())
-        ratio = draws["reference"] / self.density.prob(draws["u"]).clamp(min=1e-300)
+        # π_ref is zero outside the support (and at NaN), where the ratio is 0 whatever p: p's own zero there
+        # is not needed
+        ratio = draws["reference"] / self.density.segment_value(draws["u"]).clamp(min=1e-300)
         return ratio.to(sigma.dtype)
 
     def hyperparameters(self) -> dict[str, Any]:

@@ -110,14 +110,18 @@ class TabulatedDensity:
     def prob(self, u: Tensor) -> Tensor:
         """Density at u (zero outside the node range)."""
         u = u.to(torch.float64)
+        inside = (u >= self.nodes[0]) & (u <= self.nodes[-1])
+        return torch.where(inside, self.segment_value(u), 0.0)
+
+    def segment_value(self, u: Tensor) -> Tensor:
+        """The density's formula at float64 u, continued flat beyond the node range by its end values (so
+        equal to ``prob`` inside the range; NaN u gives some segment's value): for callers whose factor is
+        zero outside the range anyway."""
         i = torch.searchsorted(self.nodes, u, right=True)
         if self.constant:
-            value = self._segments[2][i]
-        else:
-            node, width, left, slope = self._segments[:4].index_select(1, i)
-            value = left + slope * ((u - node) / width).clamp(0, 1)
-        inside = (u >= self.nodes[0]) & (u <= self.nodes[-1])
-        return torch.where(inside, value, 0.0)
+            return self._segments[2][i]
+        node, width, left, slope = self._segments[:4].index_select(1, i)
+        return left + slope * ((u - node) / width).clamp(0, 1)
 
     def cdf(self, u: Tensor) -> Tensor:
         """∫ density up to u."""
