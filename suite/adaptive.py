@@ -161,7 +161,9 @@ class BinnedAdaptiveSampler(NoiseSampler):
         index = ((u - self.u_min) / width).nan_to_num(0).clamp(0, self.bins - 1).long()
         self.pending_sum.index_add_(0, index, value)
         self.pending_count.index_add_(0, index, finite.to(torch.float64))
-        self.pending_dropped += (inside & ~finite_loss).sum()
+        self.pending_dropped += (
+            inside ^ finite
+        ).sum()  # inside with a non-finite loss (finite implies inside)
         self.pending_outside += (~inside).sum()
         self.steps += 1
         if self.steps >= self.warmup_steps and (self.steps - self.warmup_steps) % self.refresh_every == 0:

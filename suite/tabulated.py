@@ -29,6 +29,7 @@ class TabulatedDensity:
     """A normalised density that is linear on each segment of a node grid."""
 
     def __init__(self, nodes: Tensor, left: Tensor, right: Tensor) -> None:
+        constant = left is right  # a histogram passes one table for both ends: known without reading it
         nodes = nodes.to(torch.float64)
         left = left.to(torch.float64).clamp(min=0)
         right = right.to(torch.float64).clamp(min=0)
@@ -49,7 +50,7 @@ class TabulatedDensity:
             [torch.zeros(1, dtype=torch.float64, device=nodes.device), (mass / total).cumsum(0)]
         )
         self.cum[-1] = 1.0
-        self._derive()
+        self._derive(constant)
 
     @classmethod
     def histogram(cls, edges: Tensor, values: Tensor) -> TabulatedDensity:
@@ -81,11 +82,12 @@ class TabulatedDensity:
         density.left = left.to(torch.float64)
         density.right = right.to(torch.float64)
         density.cum = cum.to(torch.float64)
-        density._derive()
+        density._derive(bool(torch.equal(density.left, density.right)))
         return density
 
-    def _derive(self) -> None:
-        """The padded per-segment tables of ``prob`` and ``icdf`` (see the module docstring)."""
+    def _derive(self, constant: bool) -> None:
+        """The padded per-segment tables of ``prob`` and ``icdf`` (see the module docstring); ``constant``:
+        left equals right on every segment (a histogram), so the density on segment j is left[j]."""
         segments = self.width.numel()
         # raw searchsorted position i in 0..J+1 -> segment clamp(i - 1, 0, J - 1)
         pad = (torch.arange(segments + 2, device=self.nodes.device) - 1).clamp(0, segments - 1)
@@ -96,7 +98,7 @@ class TabulatedDensity:
         self._segments = torch.stack(
             [self.nodes[:-1], width, left, right - left, self.cum[:-1], b, b * b, 4 * a]
         )[:, pad].contiguous()
-        self.constant = bool(torch.equal(left, right))  # a histogram: the density is left[j] on segment j
+        self.constant = constant
 
     def to(self, device: torch.device | str) -> TabulatedDensity:
         """The same density with its tables on ``device``, unchanged."""

@@ -7,9 +7,12 @@ Every host read of a tensor's value (``.item()``, ``float(t)``, ``bool(t)``, a t
 ``aten::nonzero``: on CUDA both wait for the queued work. torch's CUDA sync debug mode cannot run here, so a
 ``TorchDispatchMode`` records the operators one step dispatches on the CPU, for a fixed sampler and for
 the adaptive ones past their warm-up (KG with its importance weight in use), with gradient clipping on.
-The non-finite gradient entries are zeroed as ``torch.nan_to_num_`` zeroes them one tensor at a time.
+The non-finite gradient entries are zeroed as ``torch.nan_to_num_`` zeroes them one tensor at a time. A
+tabulated density's values from its padded per-segment tables (one search, one gather) equal the per-point
+formulas of ``suite.tabulated``'s docstring, gathered value by value, bit for bit.
 """
 
+import math
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from suite.config import compose_run
 from suite.spec import run_spec
+from suite.tabulated import TabulatedDensity
 from suite.training import Trainer, zero_nonfinite_
 
 HOST_READS = {"aten._local_scalar_dense.default", "aten.nonzero.default"}
@@ -84,3 +88,41 @@ def test_gradient_cleaning_equals_nan_to_num_on_each_tensor_in_three_operations(
     views = {"permute", "view", "split_with_sizes"}  # no kernel: they only describe memory already there
     kernels = [name for name in recorded.names if name.split(".")[1] not in views]
     assert len(kernels) == 3, kernels
+
+
+def per_point(
+    density: TabulatedDensity, u: torch.Tensor, p: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """prob(u) and icdf(p) with every table entry gathered at its own segment index, formula by formula."""
+    nodes, left, right, cum, width = density.nodes, density.left, density.right, density.cum, density.width
+    last = width.numel() - 1
+    j = (torch.searchsorted(nodes, u, right=True) - 1).clamp(0, last)
+    t = ((u - nodes[j]) / width[j]).clamp(0, 1)
+    inside = (u >= nodes[0]) & (u <= nodes[-1])
+    prob = torch.where(inside, left[j] + (right[j] - left[j]) * t, torch.zeros_like(u))
+    j = (torch.searchsorted(cum, p, right=True) - 1).clamp(0, last)
+    m, h = (p - cum[j]).clamp(min=0), width[j]
+    a, b = 0.5 * (right[j] - left[j]) * h, left[j] * h
+    denom = b + (b * b + 4 * a * m).clamp(min=0).sqrt()
+    t = torch.where(denom > 0, 2 * m / denom.clamp(min=1e-300), torch.zeros_like(m))
+    return prob, nodes[j] + t.clamp(0, 1) * h
+
+
+@pytest.mark.parametrize("shape", ["histogram", "linear"])
+def test_tabulated_density_from_its_padded_tables_equals_the_per_point_formulas_bit_for_bit(shape):
+    gen = torch.Generator().manual_seed(3)
+    nodes = torch.linspace(math.log(0.002), math.log(80.0), 41, dtype=torch.float64)
+    values = torch.rand(41, generator=gen, dtype=torch.float64) * 5
+    values[7:10] = 0.0  # a stretch of zero density
+    if shape == "histogram":
+        density = TabulatedDensity.histogram(nodes, values[:40])
+    else:
+        density = TabulatedDensity.linear(nodes, values)
+    assert density.constant == (shape == "histogram")
+    u = torch.cat([torch.linspace(nodes[0] - 1, nodes[-1] + 1, 5001, dtype=torch.float64), nodes])
+    p = torch.cat([torch.rand(5000, generator=gen, dtype=torch.float64), density.cum, torch.tensor([1.0])])
+    prob, icdf = per_point(density, u, p)
+    assert torch.equal(density.prob(u), prob) and torch.equal(density.icdf(p), icdf)
+    restored = TabulatedDensity.from_tables(**density.tables())  # as a checkpoint restores it
+    assert restored.constant == density.constant
+    assert torch.equal(restored.prob(u), prob) and torch.equal(restored.icdf(p), icdf)
