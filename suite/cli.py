@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -437,6 +438,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     parser.epilog = f"{parser.epilog}\n\n{EXIT_CODES}" if parser.epilog else EXIT_CODES
     args = parser.parse_args([arg for arg in argv if arg != "--debug"])
+    if debug:
+        os.environ["SUITE_DEBUG"] = "1"  # a failed run's traceback on the terminal too (suite.runner.attempt)
     from suite.stopping import Interrupted, stop_requests  # no torch: handlers in place before heavy imports
 
     try:
