@@ -140,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--kimg", type=float, default=None, help="one evaluation point (default: all)")
     evaluate.add_argument("--grid", default="karras", help="solver grid: karras | infogrid | …")
     evaluate.add_argument("--steps", type=int, default=None, help="solver steps (default: the task's)")
+    evaluate.add_argument(
+        "--guidance", type=float, default=None, help="classifier-free guidance scale (default: the budget's)"
+    )
     evaluate.add_argument("--device", default="auto")
     evaluate.set_defaults(func=_lazy("suite.evaluation", "main"))
 

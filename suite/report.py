@@ -33,9 +33,9 @@ from suite.plots import ProfileFn, Run, discover_runs, figure_stem, write_figure
 from suite.records import now, write_atomic
 from suite.statistics import STATISTICS_CAPTION, statistics_table
 from suite.table import (
-    COMPARISON_CAPTION,
     NO_TARGET,
     TARGET_BASELINES,
+    comparison_caption,
     comparison_table,
     incomplete_note,
     load_published,
@@ -222,7 +222,7 @@ def write_report(
         "",
         "## Tables",
         "",
-        render(comparison_table(records, budget, published), "md", COMPARISON_CAPTION),
+        render(comparison_table(records, budget, published), "md", comparison_caption(records, budget)),
         "",
         render(time_to_target_table(records, budget, targets), "md", target_caption(targets), NO_TARGET),
         "",

@@ -9,8 +9,8 @@ import sys
 
 from suite.statistics import STATISTICS_CAPTION, statistics_table
 from suite.table import (
-    COMPARISON_CAPTION,
     NO_TARGET,
+    comparison_caption,
     comparison_table,
     incomplete_note,
     load_published,
@@ -40,7 +40,8 @@ def main(args: argparse.Namespace) -> int:
         return 1
     budget = getattr(args, "budget", None)
     targets = parse_targets(getattr(args, "target_samplers", None))
-    print(render(comparison_table(df, budget, load_published(args.results)), fmt, COMPARISON_CAPTION))
+    caption = comparison_caption(df, budget)
+    print(render(comparison_table(df, budget, load_published(args.results)), fmt, caption))
     print(render(time_to_target_table(df, budget, targets), fmt, target_caption(targets), NO_TARGET))
     print(render(statistics_table(df, budget, targets), fmt, STATISTICS_CAPTION))
     print(incomplete_note(df, fmt), end="")

@@ -69,3 +69,15 @@ def test_parts_are_seeded_and_the_meta_network_allocates_nothing():
     assert all(p.is_meta for p in meta.model.parameters())
     assert [p.shape for p in meta.model.parameters()] == [p.shape for p in a.model.parameters()]
     assert meta.sampler.name == "infonoise" and a.weight.describe() == meta.weight.describe()
+
+
+def test_a_guidance_scale_without_a_trained_null_condition_is_refused():
+    untrained = compose_run(
+        "cifar10_cond", "edm", "smoke", ["task.cond_dropout=0", "budget.eval.guidance=1.5"]
+    )
+    with pytest.raises(SpecError, match=r"budget.eval.guidance=1.5 with task.cond_dropout=0: the null"):
+        run_spec(untrained)
+    trained = compose_run(
+        "cifar10_cond", "edm", "smoke", ["task.cond_dropout=0.1", "budget.eval.guidance=1.5"]
+    )
+    assert run_spec(trained).budget.eval.guidance == 1.5
