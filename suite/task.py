@@ -65,6 +65,15 @@ class Split(ABC):
     def batch(self, indices: Tensor, device: torch.device) -> Batch:
         """The examples at ``indices`` (a 1-D long tensor), on ``device``."""
 
+    def training_batch(
+        self, indices: Tensor, device: torch.device, generator: torch.Generator, rows: slice, total: int
+    ) -> Batch:
+        """The examples at ``indices`` as a training step sees them: ``batch`` unless the split varies an
+        example where it is gathered (DNA windows shifted within their flanks). Such a split draws from the
+        step's ``generator`` for the global batch of ``total`` rows and keeps this rank's ``rows``, so that
+        every rank draws what one process draws and a resumed run draws what an uninterrupted one did."""
+        return self.batch(indices, device)
+
 
 class TensorSplit(Split):
     """A split held in memory; copied to a device on first use and kept there.
