@@ -230,6 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--steps", type=positive_int, default=None, help="solver steps, >= 1 (default: the task's)"
     )
+    evaluate.add_argument(
+        "--guidance", type=float, default=None, help="classifier-free guidance scale (default: the budget's)"
+    )
     evaluate.add_argument("--device", default="auto", help="cpu, cuda, cuda:K or auto")
     evaluate.set_defaults(func=_lazy("suite.evaluation", "main"))
 

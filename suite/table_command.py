@@ -11,8 +11,8 @@ import sys
 
 from suite.statistics import STATISTICS_CAPTION, statistics_table
 from suite.table import (
-    COMPARISON_CAPTION,
     NO_TARGET,
+    comparison_caption,
     comparison_table,
     floor_caption,
     incomplete_note,
@@ -52,7 +52,7 @@ def main(args: argparse.Namespace) -> int:
         print(incomplete_note(df, "csv"), end="", file=sys.stderr)
         return 0
     targets = parse_targets(getattr(args, "target_samplers", None))
-    caption = COMPARISON_CAPTION + floor_caption(df, budget)
+    caption = comparison_caption(df, budget) + floor_caption(df, budget)
     print(render(comparison_table(df, budget, load_published(args.results)), fmt, caption))
     print(render(time_to_target_table(df, budget, targets), fmt, target_caption(targets), NO_TARGET))
     print(render(statistics_table(df, budget, targets), fmt, STATISTICS_CAPTION))

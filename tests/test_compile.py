@@ -30,7 +30,7 @@ SMALL = [
     "budget.precision=fp32",
     "budget.lr_rampup_kimg=0",
 ]
-TINY_IMAGE = ["task.networks.smoke.model_channels=8", "task.networks.smoke.channel_mult=[1,2]"]
+TINY_IMAGE = ["task.network.model_channels=8", "task.network.channel_mult=[1,2]"]
 MODALITIES = {"bfashion": TINY_IMAGE, "dna": [], "owt": []}
 STEPS = 2
 BF16_RTOL = 1.6e-2  # two bf16 ulps: inductor's fused kernels sum in another order than eager

@@ -173,8 +173,8 @@ TINY = [
     "task.metrics.fid.feature_extractor=rand-test",
     "task.metrics.fid.batch_size=32",
     "task.solver_steps=3",
-    "task.networks.smoke.model_channels=8",
-    "task.networks.smoke.channel_mult=[1,2]",
+    "task.network.model_channels=8",
+    "task.network.channel_mult=[1,2]",
 ]
 
 

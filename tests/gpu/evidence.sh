@@ -154,10 +154,9 @@ except ImportError:
 quick = {"train": ["--batch", "32", "--steps", "1"], "sampler": ["--steps", "1"], "eval": ["--samples", "8"]}
 
 
-def tiny(budget):
-    """CPU smoke: the network preset of the budget's size shrunk (each budget's size is its name)."""
-    net = f"task.networks.{budget}"
-    return [f"{net}.model_channels=8", f"{net}.num_blocks=1", f"{net}.attn_resolutions=[]",
+def tiny():
+    """CPU smoke: the run's network preset shrunk."""
+    return ["task.network.model_channels=8", "task.network.num_blocks=1", "task.network.attn_resolutions=[]",
             "budget.eval.batch_size=16"]
 
 
@@ -165,7 +164,7 @@ def bench(kind, task, budget="short", options=(), extra=(), limit=90, suffix="")
     out = f"{ev}/bench/{kind}-{task}-{budget}{suffix}.json"
     argv = ["bench", kind, "--task", task, "--budget", budget, "--out", out, *options,
             *(quick[kind] if smoke else []), *roots[task], f"task.metrics.fid.weights_path={weights}", *extra,
-            *(tiny(budget) if smoke else [])]
+            *(tiny() if smoke else [])]
     return limit, argv
 
 
@@ -343,8 +342,8 @@ overrides = [f"budget.kimg={kimg:g}", *(f"{k}={v:g}" for k, v in schedule.items(
              f"budget.eval.reference={p['reference']}", f"task.root={data}/bfashion",
              f"task.metrics.fid.weights_path={weights}"]
 if smoke:
-    overrides += ["budget.batch=32", "task.networks.short.model_channels=8", "task.networks.short.num_blocks=1",
-                  "task.networks.short.attn_resolutions=[]", "budget.eval.batch_size=16"]
+    overrides += ["budget.batch=32", "task.network.model_channels=8", "task.network.num_blocks=1",
+                  "task.network.attn_resolutions=[]", "budget.eval.batch_size=16"]
 plan = {"seconds_available": seconds, "train_examples_per_s": rate, "eval_rows": rows, "parameters": p,
         "samplers": samplers, "kimg": kimg, "schedule_scale": scale, "estimated_seconds": estimate,
         "notes": notes, "overrides": overrides}
