@@ -40,7 +40,7 @@ def study_file(tmp_path: Path, file: str = "study.yaml", **fields) -> Path:
         ({"samplers": ["edm", "edn"]}, "samplers: unknown sampler 'edn'; valid samplers: cauchy, cos, edm"),
         ({"tasks": ["cifar99"]}, "tasks: unknown task 'cifar99'; valid tasks: bfashion, bmnist, cifar10"),
         ({"tasks": {"bfashion": "budget.lr=1"}}, "tasks.bfashion must be a list of key=value strings"),
-        ({"budget": "huge"}, "budget: unknown budget 'huge'; valid budgets: paper, short, smoke"),
+        ({"budget": "huge"}, "budget: unknown budget 'huge'; valid budgets: demo, paper, short, smoke"),
         ({"seeds": 0}, "seeds must be a count of at least 1 (3: seeds 0-2) or a range A-B"),
         ({"seeds": "2-1"}, "seeds must be a count of at least 1 (3: seeds 0-2) or a range A-B"),
         ({"overrides": "budget.kimg=1"}, "overrides must be a list of key=value strings"),
