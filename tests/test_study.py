@@ -40,7 +40,7 @@ def study_file(tmp_path: Path, file: str = "study.yaml", **fields) -> Path:
         ({"samplers": ["edm", "edn"]}, "unknown sampler 'edn'; did you mean edm? valid samplers: cauchy"),
         ({"tasks": ["cifar99"]}, "tasks: unknown task 'cifar99'; did you mean dcifar, cifar10? valid tasks"),
         ({"tasks": {"bfashion": "budget.lr=1"}}, "tasks.bfashion must be a list of key=value strings"),
-        ({"budget": "huge"}, "budget: unknown budget 'huge'; valid budgets: paper, short, smoke"),
+        ({"budget": "huge"}, "budget: unknown budget 'huge'; valid budgets: demo, paper, short, smoke"),
         ({"seeds": 0}, "seeds must be at least 1 as a count (a count N (seeds 0..N-1), a range A-B"),
         ({"seeds": "2-1"}, "or a comma list (0,2,5 or 0-3,8); got '2-1' ('2-1' is none of these)"),
         ({"seeds": "0,2,2"}, "seeds '0,2,2' name seed(s) 2 more than once"),

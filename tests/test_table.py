@@ -510,6 +510,29 @@ def test_main_budget_filter_and_empty(crossing: Path, tmp_path: Path, capsys):
     assert main(argparse.Namespace(results=str(tmp_path / "nothing"), budget=None, format="md")) == 1
 
 
+@pytest.mark.parametrize("fmt, prefix", [("md", ""), ("latex", "% "), ("csv", "# ")])
+def test_the_last_line_says_what_a_budget_with_a_note_can_show(tmp_path: Path, capsys, fmt: str, prefix: str):
+    """The demo budget's ``note`` (from the runs' config.yaml) closes the output, whitespace folded; a budget
+    without one adds nothing, and ``--budget`` keeps only its own note."""
+    from suite.config import compose_run, to_dict
+
+    demo = to_dict(compose_run("bfashion", "edm", "demo"))
+    note = " ".join(demo["budget"]["note"].split())
+    for sampler in ("edm", "logu"):
+        write_run(tmp_path, "bfashion", sampler, 0, [(1.6, 300.0)], budget="demo", config=demo)
+    smoke = to_dict(compose_run("bfashion", "edm", "smoke"))
+    write_run(
+        tmp_path, "bfashion", "edm", 0, [(12.8, 90.0)], budget="smoke", comparison="b" * 10, config=smoke
+    )
+    assert main(argparse.Namespace(results=str(tmp_path), budget=None, format=fmt)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == f"{prefix}Budget demo: {note}"
+    assert sum(line.startswith(f"{prefix}Budget ") for line in lines) == 1
+    assert note.startswith("shows that every sampler trains") and "not which sampler is better" in note
+    assert main(argparse.Namespace(results=str(tmp_path), budget="smoke", format=fmt)) == 0
+    assert "Budget demo" not in capsys.readouterr().out
+
+
 def test_seed_pairs_stay_within_their_comparison_row(tmp_path: Path):
     """The same task at two budgets: each row's pairs come from its own runs only."""
     kimg = [10.0, 20.0, 40.0]
