@@ -39,7 +39,7 @@ else
   TOTAL_S=${TOTAL_S:-540} SWEEP_RUNS=${SWEEP_RUNS:-1,2,4,8} STUDY=${STUDY:-studies/reduced-bfashion.yaml}
   CAP_SCALE=${CAP_SCALE:-1}
 fi
-TAIL_S=${TAIL_S:-30}                              # kept for the table and the last copy into $OUT
+TAIL_S=${TAIL_S:-$(( 30 * CAP_SCALE ))}           # kept for the table and the last copy into $OUT
 PRESETS_S=${PRESETS_S:-$(( 130 * CAP_SCALE ))}  # kept after the reproduction for step 5
 REPRO_MIN_S=${REPRO_MIN_S:-$(( 150 * CAP_SCALE ))}  # the reproduction's least time, kept from steps 2 and 3
 CIFAR=${CIFAR:-1}
@@ -394,7 +394,7 @@ case "$K" in ''|*[!0-9]*) say "no plan (see above): K = 2, the template study as
 run_step reproduction "$REPRO_S" "$PY" -m suite.cli run --study "$EV/study.yaml" --runs-per-gpu "$K" \
   --results "$EV" "task.root=$DATA/bfashion"
 say "suite table --study $EV/study.yaml --results $EV"
-timeout 120 "$PY" -m suite.cli table --study "$EV/study.yaml" --results "$EV" > "$EV/table.md"
+timeout $(( 60 * CAP_SCALE )) "$PY" -m suite.cli table --study "$EV/study.yaml" --results "$EV" > "$EV/table.md"
 cat "$EV/table.md"
 cp "$EV/table.md" "$OUT/table.md"
 publish
