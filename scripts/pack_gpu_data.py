@@ -266,11 +266,14 @@ def exclude_from_git(folder: Path, root: Path = REPO) -> None:
     ignored = subprocess.run(["git", "-C", str(root), "check-ignore", "-q", str(relative)], check=False)
     if ignored.returncode != 1:  # 0: already ignored; 128: not a git checkout (or git failed)
         return
+    # git reads info/exclude from the common git folder, which a linked worktree's own --git-dir is not
     found = subprocess.run(
-        ["git", "-C", str(root), "rev-parse", "--git-dir"], check=True, capture_output=True, text=True
+        ["git", "-C", str(root), "rev-parse", "--git-path", "info/exclude"],
+        check=True,
+        capture_output=True,
+        text=True,
     )
-    git_dir = found.stdout.strip()
-    exclude = (root / git_dir / "info" / "exclude").resolve()
+    exclude = (root / found.stdout.strip()).resolve()
     exclude.parent.mkdir(parents=True, exist_ok=True)
     with open(exclude, "a") as handle:
         handle.write(f"/{relative.as_posix()}/\n")

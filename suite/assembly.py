@@ -49,9 +49,9 @@ def build_model(spec: RunSpec, task: Task, device: torch.device | str = "cpu") -
     ``meta`` device they are only shaped."""
     if torch.device(device).type == "meta":
         with torch.device("meta"):
-            net = task.build_network(task.network_preset(spec.budget.size))
+            net = task.build_network(task.network)
     else:
-        net = task.build_network(task.network_preset(spec.budget.size))
+        net = task.build_network(task.network)
     model = EDMDenoiser(net, spec.diffusion.sigma_data).to(device)
     if wants_channels_last(net, spec.budget.channels_last):
         model = model.to(memory_format=torch.channels_last)

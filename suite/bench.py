@@ -242,7 +242,7 @@ def time_train_step(trainer: Trainer, warm: int, timed: int) -> tuple[float, flo
 
 def network_summary(trainer: Trainer) -> dict[str, Any]:
     """Parameter count and shape settings of the trained network."""
-    preset = trainer.task.network_preset(trainer.budget.size)
+    preset = trainer.task.network
     return {
         "parameters": sum(p.numel() for p in trainer.state.model.parameters()),
         "network": OmegaConf.to_container(preset, resolve=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -229,6 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--steps", type=positive_int, default=None, help="solver steps, >= 1 (default: the task's)"
     )
+    evaluate.add_argument(
+        "--guidance", type=float, default=None, help="classifier-free guidance scale (default: the budget's)"
+    )
     evaluate.add_argument("--device", default="auto", help="cpu, cuda, cuda:K or auto")
     evaluate.set_defaults(func=_lazy("suite.evaluation", "main"))
 
@@ -437,6 +441,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     parser.epilog = f"{parser.epilog}\n\n{EXIT_CODES}" if parser.epilog else EXIT_CODES
     args = parser.parse_args([arg for arg in argv if arg != "--debug"])
+    if debug:
+        os.environ["SUITE_DEBUG"] = "1"  # a failed run's traceback on the terminal too (suite.runner.attempt)
     from suite.stopping import Interrupted, stop_requests  # no torch: handlers in place before heavy imports
 
     try:

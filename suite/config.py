@@ -5,10 +5,11 @@ Hydra's compose API from ``task=…``, ``sampler=…``, ``budget=…`` and ``key
 list (``sampler.p_mean=-1.2,0,1.2``) sweeps a value: each combination is one run. Two hashes identify a
 run: ``config_hash`` of the whole resolved config, and ``comparison_hash`` of everything except the
 sampler and the seed — the runs of one comparison must share it, which is how the suite guarantees that
-samplers are compared with nothing else changed. Where files sit (``task.root``, ``task.download``, the
-results folder), the device and the live loggers (``watch``) enter neither hash: the data's identity is
-its content fingerprint, which each run records and which must agree across the runs of a comparison
-(``suite.runner``).
+samplers are compared with nothing else changed. What a task changes with the budget's size is one mapping
+of its config, ``sizes``, resolved at composition (``apply_size``), so both hashes cover only the chosen
+size's values. Where files sit (``task.root``, ``task.download``, the results folder), the device and the
+live loggers (``watch``) enter neither hash: the data's identity is its content fingerprint, which each run
+records and which must agree across the runs of a comparison (``suite.runner``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from suite.names import unknown_name
 
@@ -116,17 +117,76 @@ def _check_keys(base: DictConfig, overrides: list[str]) -> None:
             node = node[part]
 
 
+def _network_overrides(overrides: list[str], size: str) -> list[str]:
+    """``task.network.KEY=V`` overrides the run's preset: it is spelled ``task.sizes.<size>.network.KEY=V``
+    in the composed tree, where the preset sits before the size is chosen."""
+    out = []
+    for text in overrides:
+        sign = text[0] if text[:1] in "+~" else ""
+        body = text[len(sign) :]
+        if body.startswith(("task.network.", "task.network=")):
+            body = f"task.sizes.{size}.{body[len('task.') :]}"
+        out.append(sign + body)
+    return out
+
+
 def compose_run(task: str, sampler: str, budget: str, overrides: list[str] | None = None) -> DictConfig:
     """The resolved config of one run (``overrides`` must not contain sweeps)."""
     for group, name in (("task", task), ("sampler", sampler), ("budget", budget)):
         _check_choice(group, name)
     choices = [f"task={task}", f"sampler={sampler}", f"budget={budget}"]
+    base = _compose(choices)
     overrides = list(overrides or [])
-    _check_keys(_compose(choices), overrides)
+    given = {item.key_or_group: item for item in OverridesParser.create().parse_overrides(overrides)}
+    size = given["budget.size"].value() if "budget.size" in given else base.budget.size
+    overrides = _network_overrides(overrides, str(size))
+    _check_keys(base, overrides)
     cfg = _compose(choices + overrides)
-    _apply_recipe(cfg, overrides)
+    apply_size(cfg, overrides)
     OmegaConf.resolve(cfg)
     return cfg
+
+
+SIZE_PARTS = ("network", "task", "budget")
+
+
+def apply_size(cfg: DictConfig, overrides: list[str]) -> None:
+    """Select the budget size's entry of the task's ``sizes`` mapping, the one place where a task spells
+    what differs between budget sizes: ``network`` (the network preset, which becomes ``task.network``),
+    ``task`` (task values at this size, e.g. EDM's augmentation probability under ``paper``) and ``budget``
+    (budget values this task replaces at this size, e.g. EDM's FFHQ batch and learning rate). Keys given
+    on the command line win over the entry. The mapping is then dropped, so the resolved config, the run's
+    provenance record and both hashes hold only what this run uses: editing another size's entry leaves
+    this run's hashes as they were."""
+    name, size = cfg.task.get("name"), cfg.budget.get("size")
+    sizes = cfg.task.get("sizes")
+    if not sizes or size not in sizes:
+        valid = ", ".join(sizes) if sizes else "none (the task config has no `sizes` mapping)"
+        raise ValueError(f"task {name}: budget size {size!r} has no entry in task.sizes; valid: {valid}")
+    entry = sizes[size]
+    unknown = sorted(set(entry) - set(SIZE_PARTS))
+    if unknown or "network" not in entry:
+        raise ValueError(
+            f"task {name}: task.sizes.{size} holds {', '.join(unknown) or 'no network'}; "
+            f"an entry holds network (required), task and budget"
+        )
+    given = {item.key_or_group for item in OverridesParser.create().parse_overrides(overrides)}
+    with open_dict(cfg):
+        cfg.task.network = entry.network
+        for group in ("task", "budget"):
+            part = entry.get(group)
+            values = _flatten(OmegaConf.to_container(part, resolve=True)) if part else {}  # type: ignore[arg-type]
+            for key, value in values.items():
+                if key.split(".")[0] in ("network", "sizes") or (
+                    OmegaConf.select(cfg[group], key, default=_MISSING) is _MISSING
+                ):
+                    raise ValueError(
+                        f"task {name}: task.sizes.{size}.{group}.{key} is not a {group} key; "
+                        f"valid: {', '.join(k for k in cfg[group] if k not in ('network', 'sizes'))}"
+                    )
+                if f"{group}.{key}" not in given:
+                    OmegaConf.update(cfg, f"{group}.{key}", value, merge=True)
+        del cfg.task["sizes"]
 
 
 def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -137,22 +197,6 @@ def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[f"{prefix}{key}"] = value
     return flat
-
-
-def _apply_recipe(cfg: DictConfig, overrides: list[str]) -> None:
-    """A task may carry its own training recipe per budget size (``task.recipes.<size>``, e.g. EDM's
-    FFHQ batch and learning rate under ``paper``); it replaces the budget's values, and explicit
-    ``budget.*`` overrides on the command line replace both."""
-    recipes = cfg.task.get("recipes") or {}
-    recipe = recipes.get(cfg.budget.size)
-    if not recipe:
-        return
-    given = {item.key_or_group for item in OverridesParser.create().parse_overrides(overrides)}
-    for key, value in _flatten(OmegaConf.to_container(recipe, resolve=True)).items():  # type: ignore[arg-type]
-        if OmegaConf.select(cfg.budget, key, default=_MISSING) is _MISSING:
-            raise ValueError(f"task {cfg.task.name}: recipe key budget.{key} is not a budget key")
-        if f"budget.{key}" not in given:
-            OmegaConf.update(cfg, f"budget.{key}", value, merge=True)
 
 
 _MISSING = object()

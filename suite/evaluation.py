@@ -29,6 +29,7 @@ their feature batches: :class:`suite.stopping.Interrupted` is raised and no row 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import sys
 import time
@@ -45,7 +46,7 @@ from suite.metrics.inception import suite_cache_dir
 from suite.records import evaluation_row, write_atomic
 from suite.sampler import NoiseSampler
 from suite.solvers import SOLVERS, guided, nfe
-from suite.spec import RunSpec, run_spec
+from suite.spec import RunSpec, SpecError, guidance_problem, run_spec
 from suite.stopping import check
 from suite.task import Batch, Task, TaskData
 from suite.watch import PREVIEW, progress
@@ -275,12 +276,15 @@ def rescore(
     grid: str = "karras",
     steps: int | None = None,
     device: str = "auto",
+    guidance: float | None = None,
 ) -> list[dict[str, Any]]:
     """Re-score a finished run's saved snapshot(s) without the trainer (EDM2's pattern).
 
     Every snapshot is scored, or the one at ``kimg``; rows that the records do not hold yet are appended,
     rows they hold are not written twice, and each new value is printed beside the recorded one. A grid
     built from the learned profile (InfoGrid) skips the snapshots taken before the sampler learned one.
+    ``guidance`` scores at another classifier-free guidance scale than the budget's (how a task's frozen
+    scale is chosen, docs/text.md); its rows are a protocol of their own in the tables.
     """
     from omegaconf import OmegaConf
 
@@ -305,6 +309,12 @@ def rescore(
     cfg = OmegaConf.load(folder.path / "config.yaml")
     cfg.device = device
     spec = run_spec(cfg)
+    if guidance is not None:
+        problem = guidance_problem(float(guidance), spec.diffusion.cond_dropout)
+        if problem:
+            raise SpecError([problem])
+        scored = dataclasses.replace(spec.budget.eval, guidance=float(guidance))
+        spec = dataclasses.replace(spec, budget=dataclasses.replace(spec.budget, eval=scored))
     ctx = init_distributed(device)
     task = build_task(spec)
     data = task.load()
@@ -344,11 +354,19 @@ def rescore(
 
 
 def main(args: Any) -> int:
-    """``suite eval RUN_DIR [--metric M] [--kimg K] [--grid G] [--steps N]``."""
+    """``suite eval RUN_DIR [--metric M] [--kimg K] [--grid G] [--steps N] [--guidance G]``."""
     from suite.lease import RunBusy
 
     try:
-        rescore(args.run_dir, args.metric, args.kimg, args.grid, args.steps, args.device)
+        rescore(
+            args.run_dir,
+            args.metric,
+            args.kimg,
+            args.grid,
+            args.steps,
+            args.device,
+            getattr(args, "guidance", None),
+        )
     except RunBusy as busy:
         print(f"error: {busy}", file=sys.stderr)
         return 2

@@ -35,9 +35,9 @@ from suite.plots import ProfileFn, Run, discover_runs, figure_stem, write_figure
 from suite.records import now, write_atomic
 from suite.statistics import STATISTICS_CAPTION, statistics_table
 from suite.table import (
-    COMPARISON_CAPTION,
     NO_TARGET,
     TARGET_BASELINES,
+    comparison_caption,
     comparison_table,
     floor_caption,
     incomplete_note,
@@ -232,7 +232,7 @@ def write_report(
         render(
             comparison_table(records, budget, published),
             "md",
-            COMPARISON_CAPTION + floor_caption(records, budget),
+            comparison_caption(records, budget) + floor_caption(records, budget),
         ),
         "",
         render(time_to_target_table(records, budget, targets), "md", target_caption(targets), NO_TARGET),

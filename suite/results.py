@@ -219,7 +219,8 @@ def records_frame(results: str | Path) -> pd.DataFrame:
         for flag in FLAG_COLUMNS:
             df[flag] = df[flag].fillna(False).astype(bool)
     df["data_key"] = np.where(df["stand_in_data"].astype(bool), df["data"].astype(object), "")
-    df = with_protocol(df, {str(run.path): own_steps(run) for run in runs})
+    steps_of = {str(run.path): own_steps(run) for run in runs}
+    df = with_protocol(df, steps_of, {str(run.path): own_guidance(run) for run in runs})
     df.attrs["records_incomplete"] = incomplete
     return df
 
@@ -230,16 +231,25 @@ def own_steps(run: RunRecord) -> float:
     return math.nan if steps is None else float(steps)
 
 
+def own_guidance(run: RunRecord) -> float:
+    """The guidance scale of a run's own evaluations: ``budget.eval.guidance`` of its config (NaN without)."""
+    value = run.config.get("budget", {}).get("eval", {}).get("guidance")
+    return math.nan if value is None else float(value)
+
+
 def protocol_label(grid: str, steps: float) -> str:
     """ "InfoGrid, 18 steps": the solver grid and step count a row was scored with."""
     name = GRID_LABELS.get(grid, grid)
     return name if math.isnan(steps) else f"{name}, {int(steps)} steps"
 
 
-def with_protocol(df: pd.DataFrame, own: dict[str, float]) -> pd.DataFrame:
+def with_protocol(
+    df: pd.DataFrame, own: dict[str, float], own_scale: dict[str, float] | None = None
+) -> pd.DataFrame:
     """``df`` with ``steps`` filled in, the run's ``own_steps`` and each row's ``protocol`` label ("" for the
-    run's own protocol: Karras's grid at its own steps); ``own`` maps run_dir to its config's steps (NaN:
-    the steps of the run's first row, in file order)."""
+    run's own protocol: Karras's grid at its own steps and its own guidance scale); ``own`` maps run_dir to
+    its config's steps (NaN: the steps of the run's first row, in file order), ``own_scale`` to its config's
+    guidance scale (a row scored at another, by ``suite eval --guidance``, is labelled with its scale)."""
     if df.empty:
         return df.assign(own_steps=pd.Series(dtype=float), protocol=pd.Series(dtype=object))
     nfe = pd.to_numeric(df["nfe"], errors="coerce")
@@ -247,6 +257,12 @@ def with_protocol(df: pd.DataFrame, own: dict[str, float]) -> pd.DataFrame:
     steps = pd.to_numeric(df["steps"], errors="coerce").fillna(pd.Series(from_nfe, index=df.index))
     own_of = df["run_dir"].map(own).astype(float).fillna(steps.groupby(df["run_dir"]).transform("first"))
     steps = steps.fillna(own_of)
-    is_own = (df["grid"] == "karras") & (own_of.isna() | (steps == own_of))
-    labels = [protocol_label(g, s) for g, s in zip(df["grid"], steps, strict=True)]
+    scale = pd.to_numeric(df.get("guidance", pd.Series(math.nan, df.index)), errors="coerce")
+    own_g = df["run_dir"].map(own_scale or {}).astype(float)
+    other_scale = scale.notna() & own_g.notna() & (scale != own_g)
+    is_own = (df["grid"] == "karras") & (own_of.isna() | (steps == own_of)) & ~other_scale
+    labels = [
+        protocol_label(g, s) + (f", guidance {c:g}" if other else "")
+        for g, s, c, other in zip(df["grid"], steps, scale, other_scale, strict=True)
+    ]
     return df.assign(steps=steps, own_steps=own_of, protocol=np.where(is_own, "", labels))

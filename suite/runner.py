@@ -43,6 +43,7 @@ import json
 import multiprocessing
 import os
 import signal
+import sys
 import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -260,15 +261,21 @@ def run_one(cfg_dict: dict[str, Any], run_dir: str) -> dict[str, Any]:
 
 def attempt(cfg_dict: dict[str, Any], run_dir: str) -> tuple[str, str]:
     """Launch one run in this process: its outcome and why (``interrupted`` when SIGTERM/SIGUSR2 stopped
-    it, ``failed`` with the error's first line after printing its traceback; train() records it)."""
+    it, ``failed`` with the error's first line, printed as one line; train() records it in run.json, and
+    the traceback of an error in training in the run's log.txt; ``--debug`` (``SUITE_DEBUG=1``) prints the
+    traceback)."""
     try:
         return launch_run(cfg_dict, run_dir)
     except Interrupted as stop:
         print(stop, flush=True)
         return "interrupted", str(stop)
-    except Exception as err:  # recorded in run.json by train(); the launch goes on with the other runs
-        traceback.print_exc()
-        return "failed", f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0]}"
+    except Exception as err:  # the launch goes on with the other runs
+        why = f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0]}"
+        if os.environ.get("SUITE_DEBUG") == "1":
+            traceback.print_exc()
+        else:
+            print(f"error: {run_dir}: {why} (--debug prints the traceback)", file=sys.stderr, flush=True)
+        return "failed", why
 
 
 def final_values(run_dir: Path) -> str:

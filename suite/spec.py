@@ -273,6 +273,17 @@ def _watch(cfg: DictConfig) -> tuple[tuple[str, ...], list[str]]:
     return tuple(dict.fromkeys(names)), []
 
 
+def guidance_problem(guidance: float, cond_dropout: float) -> str | None:
+    """Classifier-free guidance (Ho & Salimans 2022) extrapolates away from the null condition, which a run
+    trains only when ``cond_dropout`` > 0; a scale other than 1 without it is refused (None: no problem)."""
+    if guidance == 1 or cond_dropout > 0:
+        return None
+    return (
+        f"budget.eval.guidance={guidance!r} with task.cond_dropout=0: the null condition is never trained; "
+        "set task.cond_dropout > 0 (e.g. 0.1) to train it, or budget.eval.guidance=1"
+    )
+
+
 def read_spec(cfg: DictConfig) -> tuple[RunSpec, list[str]]:
     """The spec of a resolved run config and every invalid value in it, one line each; an invalid value is
     replaced by a valid placeholder, so that the checks can go on to build the parts and report their
@@ -298,7 +309,8 @@ def read_spec(cfg: DictConfig) -> tuple[RunSpec, list[str]]:
         comparison_hash=comparison_hash(cfg),
         watch=watch,
     )
-    return spec, [*bad_budget, *bad_task, *bad_watch]
+    guided = guidance_problem(budget.eval.guidance, diffusion.cond_dropout)
+    return spec, [*bad_budget, *bad_task, *bad_watch, *([guided] if guided else [])]
 
 
 def run_spec(cfg: DictConfig) -> RunSpec:

@@ -20,6 +20,8 @@ On the command line a study may only be told where things sit (``STUDY_COMMAND_L
 data root, whether to download); these enter no hash, so ``suite table --study`` finds the same runs without
 them. Everything that changes a run's numbers belongs in the study file.
 
+``suite run --study FILE --runs-per-gpu K`` trains the grid K runs at a time on one device, as ``suite run
+--task … --runs-per-gpu K`` does (``suite.runner.run_packed``; on SLURM, K runs per array task).
 ``suite run --study FILE --dry-run`` checks every run (``suite.runner.check_runs``) and what the runs need
 (``suite.preflight``), and prints the grid (one line per run and its status), the planned cost per task row
 and in total (``suite.cost.planned_cost`` of one run per comparison, times its runs), and with ``--launcher
@@ -44,12 +46,14 @@ from suite.config import group_options
 from suite.preflight import preflight
 from suite.runner import (
     PlannedRun,
+    check_pack_size,
     check_runs,
     describe,
     plan_runs,
     resolve_samplers,
     resolve_task,
     run_local,
+    run_packed,
 )
 from suite.seeds import describe_seeds, parse_seeds
 
@@ -291,6 +295,7 @@ def run_study(args: argparse.Namespace) -> int:
     runs = grid_runs(rows)
     check_runs(runs)
     preflight(runs, args)
+    check_pack_size(args.runs_per_gpu)
     if args.dry_run:
         print(describe_study(study))
         print(describe(runs))
@@ -304,7 +309,7 @@ def run_study(args: argparse.Namespace) -> int:
         from suite.slurm import submit
 
         return submit(runs, args)
-    return run_local(runs)
+    return run_local(runs) if args.runs_per_gpu == 1 else run_packed(runs, args.runs_per_gpu)
 
 
 def restrict_to_study(

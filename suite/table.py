@@ -367,7 +367,7 @@ def comparison_table(
     lines = []
     for _, part in stats.groupby(ROW_KEYS, sort=False, dropna=False):
         first = part.iloc[0]
-        line = {"task": first["row"], "budget": first["budget"], "metric": metric_of(first)}
+        line = {"task": first["row"], "budget": budget_cell(first, published), "metric": metric_of(first)}
         nfe = "/".join(sorted(set(part["nfe"])))
         paper_nfe = part["paper_nfe"].dropna()
         if not paper_nfe.empty and str(int(paper_nfe.iloc[0])) != nfe:
@@ -393,6 +393,42 @@ def comparison_table(
         lines.append(line)
     columns = ["task", "budget", "metric", "NFE", "seeds", *samplers]
     return sort_rows(pd.DataFrame(lines, columns=columns))
+
+
+SUITE_BUDGET = "budget: suite choice"
+
+
+def budget_cell(row: pd.Series, published: pd.DataFrame) -> str:
+    """The row's budget name, labelled "budget: suite choice" unless it is a budget whose values the paper
+    publishes: the ``paper`` budget of a task with a row in the published table (its numbers are the
+    paper's full-budget ones). Every other (task, budget) pair is the suite's own choice of length."""
+    budget = str(row["budget"])
+    if budget == "paper" and row["task"] in set(published["task"]):
+        return budget
+    return f"{budget} ({SUITE_BUDGET})"
+
+
+def guidance_note(df: pd.DataFrame, budget: str | None = None) -> str:
+    """The classifier-free guidance scale of each task whose finished runs are scored guided (the run's own
+    protocol, ``budget.eval.guidance`` of its config), for the comparison caption: "; classifier-free
+    guidance scale: owt 2 (frozen in the task config)"; "" when every row is unguided."""
+    final = final_rows(finished(df, budget))
+    if final.empty or "guidance" not in final:
+        return ""
+    own = final[final["protocol"] == ""].assign(scale=lambda f: pd.to_numeric(f["guidance"], errors="coerce"))
+    guided = own[own["scale"].notna() & (own["scale"] != 1)]
+    if guided.empty:
+        return ""
+    parts = [
+        f"{task} {'/'.join(format(s, 'g') for s in sorted(set(part['scale'])))}"
+        for task, part in guided.groupby("task", sort=True)
+    ]
+    return f"; classifier-free guidance scale: {', '.join(parts)} (frozen in the task config)"
+
+
+def comparison_caption(df: pd.DataFrame, budget: str | None = None) -> str:
+    """``COMPARISON_CAPTION`` with the guidance scales of the guided rows (``guidance_note``)."""
+    return COMPARISON_CAPTION + guidance_note(df, budget)
 
 
 def sort_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -688,7 +724,8 @@ COMPARISON_CAPTION = (
     "parentheses. kg: Kingma & Gao's adaptive schedule with its 1/p importance correction (in "
     "expectation the objective of its EDM base prior, with lower variance); kg-uncorrected: the same "
     "histogram without the correction (the allocation moves to p·w). The paper does not say which KG "
-    "it ran, so its KG value stands beside both (docs/kg.md)"
+    'it ran, so its KG value stands beside both (docs/kg.md). A budget marked "budget: suite choice" is '
+    "not one the paper publishes numbers for (the paper's numbers are at its full budget, `paper`)"
 )
 
 

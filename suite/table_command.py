@@ -1,18 +1,23 @@
 """``suite table``: the comparison and time-to-target tables of a results folder (``suite.table``), the
-confidence intervals and verdicts of ``suite.statistics`` after them, and the runs whose records stop
-short below them. ``--format long-csv|json`` prints the tidy long table of ``suite.table_long`` instead,
-alone on stdout (the note on incomplete records goes to stderr), so that ``pandas.read_csv`` reads it."""
+confidence intervals and verdicts of ``suite.statistics`` after them, the runs whose records stop short
+below them, and last what each budget's numbers can and cannot show (its config's ``note``).
+``--format long-csv|json`` prints the tidy long table of ``suite.table_long`` instead, alone on stdout (the
+note on incomplete records goes to stderr), so that ``pandas.read_csv`` reads it."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import sys
+from pathlib import Path
 
+import pandas as pd
+
+from suite.results import RunRecord
 from suite.statistics import STATISTICS_CAPTION, statistics_table
 from suite.table import (
-    COMPARISON_CAPTION,
     NO_TARGET,
+    comparison_caption,
     comparison_table,
     floor_caption,
     incomplete_note,
@@ -52,9 +57,24 @@ def main(args: argparse.Namespace) -> int:
         print(incomplete_note(df, "csv"), end="", file=sys.stderr)
         return 0
     targets = parse_targets(getattr(args, "target_samplers", None))
-    caption = COMPARISON_CAPTION + floor_caption(df, budget)
+    caption = comparison_caption(df, budget) + floor_caption(df, budget)
     print(render(comparison_table(df, budget, load_published(args.results)), fmt, caption))
     print(render(time_to_target_table(df, budget, targets), fmt, target_caption(targets), NO_TARGET))
     print(render(statistics_table(df, budget, targets), fmt, STATISTICS_CAPTION))
     print(incomplete_note(df, fmt), end="")
+    print(budget_notes(df, budget, fmt), end="")
     return 0
+
+
+def budget_notes(df: pd.DataFrame, budget: str | None = None, fmt: str = "md") -> str:
+    """What the tabulated numbers can and cannot show: the ``note`` of each budget config the runs ran with
+    (read from one run's ``config.yaml`` per comparison folder), one line per budget that has one, only
+    ``budget`` where given; '' when none has a note. Lines are commented (``#``, ``%``) in CSV and LaTeX."""
+    rows = df if budget is None else df[df["budget"] == budget]
+    notes: dict[str, str] = {}
+    for run_dir in rows.groupby(rows["run_dir"].map(lambda d: str(Path(d).parent.parent)))["run_dir"].first():
+        config = RunRecord(Path(run_dir), "").config.get("budget") or {}
+        if config.get("note"):
+            notes.setdefault(str(config.get("name")), " ".join(str(config["note"]).split()))
+    prefix = {"csv": "# ", "latex": "% "}.get(fmt, "")
+    return "".join(f"{prefix}Budget {name}: {note}\n" for name, note in sorted(notes.items()))

@@ -65,6 +65,15 @@ class Split(ABC):
     def batch(self, indices: Tensor, device: torch.device) -> Batch:
         """The examples at ``indices`` (a 1-D long tensor), on ``device``."""
 
+    def training_batch(
+        self, indices: Tensor, device: torch.device, generator: torch.Generator, rows: slice, total: int
+    ) -> Batch:
+        """The examples at ``indices`` as a training step sees them: ``batch`` unless the split varies an
+        example where it is gathered (DNA windows shifted within their flanks). Such a split draws from the
+        step's ``generator`` for the global batch of ``total`` rows and keeps this rank's ``rows``, so that
+        every rank draws what one process draws and a resumed run draws what an uninterrupted one did."""
+        return self.batch(indices, device)
+
 
 class TensorSplit(Split):
     """A split held in memory; copied to a device on first use and kept there.
@@ -191,14 +200,17 @@ class Task(ABC):
         raise ValueError(f"task {cls.name!r} reads its files as they are distributed; nothing to prepare")
 
     # -- network and objective ---------------------------------------------------------------------
-    def network_preset(self, size: str) -> Mapping[str, Any]:
-        """The network hyper-parameters of budget size ``size`` from the task config's ``networks``."""
-        presets = self.cfg.get("networks") or {}
-        if size not in presets:
+    @property
+    def network(self) -> Mapping[str, Any]:
+        """The run's network preset: ``task.network``, which composition takes from the budget size's entry
+        of the task's ``sizes`` mapping (``suite.config.apply_size``)."""
+        preset = self.cfg.get("network")
+        if not isinstance(preset, Mapping):
             raise ValueError(
-                f"task {self.name!r} has no network preset {size!r}; valid presets: {', '.join(presets)}"
+                f"task {self.name!r}: task.network={preset!r} is not a network preset; a run's config gets "
+                "it from the task's sizes mapping (compose the run with suite.config.compose_run)"
             )
-        return presets[size]
+        return preset
 
     @abstractmethod
     def build_network(self, preset: Mapping[str, Any]) -> nn.Module:

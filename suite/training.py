@@ -150,7 +150,7 @@ class Trainer:
         per_rank = self.batch // ctx.world_size
         mine = slice(ctx.rank * per_rank, (ctx.rank + 1) * per_rank)
         index = batch_indices(seed, len(self.data.train), nimg, self.batch)[mine]
-        batch = self.data.train.batch(index, ctx.device)
+        batch = self.data.train.training_batch(index, ctx.device, gen, mine, self.batch)
         sigma = state.sampler.sample(self.batch, gen, stratified=self.budget.stratified)
         noise = torch.randn((self.batch, *self.task.sample_shape), generator=gen, device=ctx.device)[mine]
         sigma = sigma[mine]

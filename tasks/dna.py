@@ -7,6 +7,10 @@ validation chr10 — and the files). Without a root and with the stand-in permis
 the smoke budget sets it), an offline stand-in of real bacterial DNA with a synthetic signal is used and
 marked as such.
 
+Training windows are shifted by a uniform integer in [−jitter, jitter] bp within their stored flanks
+(``task.jitter``, Dirichlet FM's ±10), drawn from the step's generator (``WindowSplit.training_batch``); the
+reference split, which evaluation reads, is never shifted.
+
 Model space: x₀ ∈ {0, 1}^{4×L}, an unknown base (N) as 0.25 in all four channels, as selene encodes it;
 σ_data = ½, the root mean square of a one-hot entry over four bases. Generated samples decode by argmax over
 the channels; reference examples decode exactly (a uniform column is N). Conditioning: ``signal`` [N, 1, L],
@@ -41,26 +45,53 @@ SIGNAL_METRICS = ("sei-fid", "sp-mse")
 
 
 class WindowSplit(Split):
-    """Windows as base codes (uint8 [N, L]) and signal ([N, L]); a batch is one-hot [B, 4, L] and, when
-    conditioned, ``signal`` [B, 1, L] float32. Moved to a device once, one-hot encoded per batch there."""
+    """Windows as base codes (uint8 [N, L + 2·flank]) and signal ([N, L + 2·flank]); a batch is one-hot
+    [B, 4, L] and, when conditioned, ``signal`` [B, 1, L] float32: the centre L positions. A training batch
+    shifts each window's centre by a uniform integer in [−jitter, jitter] (Dirichlet FM's ±10 bp; ``jitter``
+    0 for the reference split), the sequence and its signal together. Moved to a device once, one-hot
+    encoded per batch there."""
 
-    def __init__(self, codes: np.ndarray, signal: np.ndarray | None) -> None:
+    def __init__(self, codes: np.ndarray, signal: np.ndarray | None, flank: int = 0, jitter: int = 0) -> None:
+        if not 0 <= jitter <= flank:
+            raise ValueError(
+                f"task.jitter={jitter}: the windows carry {flank} flanking bases per side, so jitter must be "
+                f"an integer in 0..{flank}; prepare the data again with `suite data dna DEST` (windows now "
+                f"carry {dna.FLANK}) or set task.jitter=0"
+            )
         self.codes = torch.from_numpy(np.ascontiguousarray(codes, dtype=np.uint8))
         self.signal = None if signal is None else torch.from_numpy(np.ascontiguousarray(signal))
+        self.flank, self.jitter = flank, jitter
+        self.seq_len = self.codes.shape[1] - 2 * flank
         self._on: dict[torch.device, tuple[Tensor, Tensor | None]] = {}
 
     def __len__(self) -> int:
         return self.codes.shape[0]
 
-    def batch(self, indices: Tensor, device: torch.device) -> Batch:
+    def _gather(self, indices: Tensor, device: torch.device, shifts: Tensor) -> Batch:
         device = torch.device(device)
         if device not in self._on:
             signal = None if self.signal is None else self.signal.to(device)
             self._on[device] = (self.codes.to(device), signal)
         codes, signal = self._on[device]
         indices = indices.to(device)
-        cond: Cond = {} if signal is None else {"signal": signal[indices].to(torch.float32)[:, None]}
-        return Batch(dna.one_hot(codes[indices]), cond)
+        positions = self.flank + shifts.to(device)[:, None] + torch.arange(self.seq_len, device=device)
+        x0 = dna.one_hot(torch.gather(codes[indices], 1, positions))
+        if signal is None:
+            return Batch(x0, {})
+        track = torch.gather(signal[indices], 1, positions).to(torch.float32)[:, None]
+        return Batch(x0, {"signal": track})
+
+    def batch(self, indices: Tensor, device: torch.device) -> Batch:
+        return self._gather(indices, device, torch.zeros(len(indices), dtype=torch.long))
+
+    def training_batch(
+        self, indices: Tensor, device: torch.device, generator: torch.Generator, rows: slice, total: int
+    ) -> Batch:
+        if self.jitter == 0:
+            return self.batch(indices, device)
+        j = self.jitter
+        shifts = torch.randint(-j, j + 1, (total,), generator=generator, device=generator.device)[rows]
+        return self._gather(indices, device, shifts)
 
 
 @TASKS.register("dna")
@@ -154,17 +185,19 @@ class DnaTask(Task):
             )
         parts = []
         splits = []
-        for windows, index in ((train_w, train), (reference_w, reference)):
+        jitter = int(self.cfg.get("jitter", 0))
+        for windows, index, shift in ((train_w, train, jitter), (reference_w, reference, 0)):
             codes = np.asarray(windows.sequences[index])
             signal = np.asarray(windows.signal[index]) if self.conditional else None
             parts += [codes] if signal is None else [codes, signal]
-            splits.append(WindowSplit(codes, signal))
+            splits.append(WindowSplit(codes, signal, windows.flank, shift))
         info = {
             "sigma_data": float(self.cfg["sigma_data"]),
             "encoding": ENCODING,
             "conditioning": CONDITIONING if self.conditional else "none",
             "reference_split": str(self.cfg.get("reference_split", "test")),
             "seq_len": self.seq_len,
+            "train_jitter_bp": jitter,
         }
         fingerprint = content_fingerprint(*parts)
         return TaskData(splits[0], splits[1], variant, stand_in, fingerprint, source, info)

@@ -171,19 +171,15 @@ class OpenWebText(Task):
 
     # -- data --------------------------------------------------------------------------------------
     @property
-    def preset(self) -> Mapping[str, Any]:
-        return self.network_preset(str(self.cfg["budget_size"]))
-
-    @property
     def prefix_len(self) -> int:
-        return int(self.preset["prefix_len"])
+        return int(self.network["prefix_len"])
 
     @property
     def sample_shape(self) -> tuple[int, ...]:
-        seq_len, prefix_len = int(self.preset["seq_len"]), self.prefix_len
+        seq_len, prefix_len = int(self.network["seq_len"]), self.prefix_len
         if not 0 <= prefix_len < seq_len:
             raise ValueError(f"need 0 ≤ prefix_len < seq_len, got prefix_len={prefix_len}, seq_len={seq_len}")
-        return (seq_len - prefix_len, int(self.preset["embed_dim"]))
+        return (seq_len - prefix_len, int(self.network["embed_dim"]))
 
     @property
     def conditional(self) -> bool:  # type: ignore[override]
@@ -265,7 +261,7 @@ class OpenWebText(Task):
                 counts, tokenizer, None if max_vocab is None else int(max_vocab)
             )
         self._tokenizer, self._vocabulary = tokenizer, vocabulary
-        seq_len = int(self.preset["seq_len"])
+        seq_len = int(self.network["seq_len"])
         train = TokenBlocks(caches["train"].blocks(seq_len), vocabulary, self.prefix_len)
         reference = TokenBlocks(caches["validation"].blocks(seq_len), vocabulary, self.prefix_len)
         stand_in = corpus_stand_in or tokenizer_stand_in or vocabulary.size != len(tokenizer)

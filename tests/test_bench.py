@@ -12,7 +12,7 @@ from datagen import write_mnist_format
 from suite.cli import main
 
 TINY = [
-    "task.networks.smoke.model_channels=8",
+    "task.network.model_channels=8",
     "task.solver_steps=4",
     "task.metrics.fid.feature_extractor=rand-test",
 ]

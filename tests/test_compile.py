@@ -1,7 +1,8 @@
 """Compiled training: ``budget.compile`` and what a run records about it.
 
 For one task of each modality (image: bfashion, DNA, text: owt), the smoke network trained a few steps
-with ``budget.compile=true`` (inductor's CPU backend) equals the same steps eager: the same losses, the same
+with ``budget.compile=true`` (inductor's CPU backend, its caches where runs keep them, so that a second
+session loads the kernels the first compiled) equals the same steps eager: the same losses, the same
 gradients and the same weights, within bf16 tolerance (inductor reorders floating-point sums). A compile
 that fails (inductor pointed at a C++ compiler that does not exist, with an empty cache, so that it really
 compiles) falls back to eager: the steps equal the eager steps exactly, one warning line is printed, and
@@ -20,6 +21,7 @@ from datagen import write_mnist_format
 from subprocesses import cli_command, cli_env
 
 from suite.config import compose_run
+from suite.metrics.inception import suite_cache_dir
 from suite.spec import SpecError, run_spec
 from suite.task import TASKS
 from suite.training import Trainer
@@ -30,7 +32,7 @@ SMALL = [
     "budget.precision=fp32",
     "budget.lr_rampup_kimg=0",
 ]
-TINY_IMAGE = ["task.networks.smoke.model_channels=8", "task.networks.smoke.channel_mult=[1,2]"]
+TINY_IMAGE = ["task.network.model_channels=8", "task.network.channel_mult=[1,2]"]
 MODALITIES = {"bfashion": TINY_IMAGE, "dna": [], "owt": []}
 STEPS = 2
 BF16_RTOL = 1.6e-2  # two bf16 ulps: inductor's fused kernels sum in another order than eager
@@ -59,14 +61,14 @@ def relative_error(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
 @pytest.mark.slow
 @pytest.mark.parametrize("task", sorted(MODALITIES))
 def test_compiled_training_equals_eager_within_bf16_tolerance(task, tmp_path, monkeypatch):
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(suite_cache_dir() / "inductor"))  # what runs share
     eager = trainer(task, tmp_path, "false", MODALITIES[task])
     compiled = trainer(task, tmp_path, "true", MODALITIES[task])
     assert compiled.state.compiled and not eager.state.compiled
     losses, grads, weights = steps(eager)
     c_losses, c_grads, c_weights = steps(compiled)
     assert compiled.compile_warning is None and compiled.compile_seconds > 0
-    assert compiled.compile_record()["cache"] == str(tmp_path / "inductor")
+    assert compiled.compile_record()["cache"] == str(suite_cache_dir() / "inductor")
     torch.testing.assert_close(c_losses, losses, rtol=BF16_RTOL, atol=0)
     assert len(c_grads) == len(grads) and relative_error(c_grads, grads) < BF16_RTOL
     assert relative_error(c_weights, weights) < BF16_RTOL * 1e-2  # a few tiny Adam steps from one init

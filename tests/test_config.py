@@ -182,3 +182,39 @@ def test_other_data_under_a_comparison_is_refused(tmp_path):
     claim_data_identity(folder, first)  # the same data again: accepted
     with pytest.raises(ValueError, match=f"fingerprint {other.fingerprint}.*fingerprint {first.fingerprint}"):
         claim_data_identity(folder, other)
+
+
+def test_a_size_entry_sets_the_preset_and_its_values_and_the_command_line_wins():
+    cfg = compose_run("ffhq64", "edm", "paper")
+    assert "sizes" not in cfg.task and cfg.task.network.model_channels == 128
+    assert (cfg.budget.batch, cfg.budget.lr, cfg.task.augment_p) == (256, 2.0e-4, 0.15)
+    given = compose_run(
+        "ffhq64", "edm", "paper", ["budget.batch=64", "task.augment_p=0", "task.network.model_channels=8"]
+    )
+    assert (given.budget.batch, given.budget.lr, given.task.augment_p) == (64, 2.0e-4, 0.0)
+    assert given.task.network.model_channels == 8 and given.task.network.num_blocks == 4
+    short = compose_run("ffhq64", "edm", "paper", ["budget.size=short"])
+    assert (short.task.network.model_channels, short.budget.batch, short.task.augment_p) == (64, 512, 0.0)
+
+
+def test_editing_another_sizes_entry_leaves_a_runs_hashes_as_they_were():
+    plain = compose_run("cifar10", "edm", "smoke")
+    other = compose_run("cifar10", "edm", "smoke", ["task.sizes.paper.network.model_channels=64"])
+    own = compose_run("cifar10", "edm", "smoke", ["task.sizes.smoke.network.model_channels=8"])
+    assert comparison_hash(plain) == comparison_hash(other) != comparison_hash(own)
+    assert config_hash(plain) == config_hash(other) != config_hash(own)
+    assert own == compose_run("cifar10", "edm", "smoke", ["task.network.model_channels=8"])
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["budget.size=huge"], r"budget size 'huge' has no entry in task.sizes; valid: smoke, short, paper"),
+        (["+task.sizes.smoke.optimizer={}"], r"task.sizes.smoke holds optimizer; an entry holds network"),
+        (["+task.sizes.smoke.budget.kimgs=1"], r"task.sizes.smoke.budget.kimgs is not a budget key; valid: "),
+        (["+task.sizes.smoke.task.network=1"], r"task.sizes.smoke.task.network is not a task key"),
+    ],
+)
+def test_a_bad_size_entry_is_refused_naming_what_is_valid(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        compose_run("cifar10", "edm", "smoke", overrides)

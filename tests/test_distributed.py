@@ -21,7 +21,7 @@ def test_two_ranks_match_one_process_with_doubled_batch(tmp_path):
     overrides = [
         f"task.root={data}",
         "budget.batch=32",
-        "task.networks.smoke.model_channels=8",
+        "task.network.model_channels=8",
         "budget.adaptive.warmup_steps=3",
         "budget.adaptive.refresh_every=2",
         "sampler.min_count=1",

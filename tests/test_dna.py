@@ -18,7 +18,10 @@ from subprocesses import cli_command, cli_env
 
 from infonoise_modalities.dna import data as dna
 from infonoise_modalities.dna.network import SeqNet, dilated_conv1d
+from suite.config import compose_run
+from suite.spec import run_spec
 from suite.task import TASKS
+from suite.training import Trainer
 
 
 def revcomp(seq):
@@ -88,16 +91,19 @@ def test_windows_are_tss_centred_strand_oriented_and_carry_the_strand_track(exam
     tracks = [pyBigWig.open(str(raw / name)) for name in dna.SIGNAL_TRACKS]
     assert manifest["windows"] == len(windows) == 15 and manifest["skipped_out_of_bounds"] == 0
     blacklisted = 0
+    flank = windows.flank
+    width = 1024 + 2 * flank
+    assert flank == dna.FLANK and windows.seq_len == manifest["seq_len"] == 1024
     for i in range(len(windows)):
         row = int(windows.row[i])
         chrom, tss, minus = table.chrom[row], int(table.tss[row]), table.strand[row] < 0
-        start = tss - 512 + int(minus)
-        seq = genome[chrom][start : start + 1024]
+        start = tss - 512 + int(minus) - flank
+        seq = genome[chrom][start : start + width]
         expected_seq = revcomp(seq) if minus else seq
         assert dna.decode_bases(windows.sequences[i]) == expected_seq
-        values = np.nan_to_num(np.array(tracks[int(minus)].values(chrom, start, start + 1024)))
-        if chrom == "chr1" and start < 1024 + 140 and start + 1024 > 1024 + 100:
-            lo, hi = max(1024 + 100 - start, 0), min(1024 + 140 - start, 1024)
+        values = np.nan_to_num(np.array(tracks[int(minus)].values(chrom, start, start + width)))
+        if chrom == "chr1" and start < 1024 + 140 and start + width > 1024 + 100:
+            lo, hi = max(1024 + 100 - start, 0), min(1024 + 140 - start, width)
             blacklisted += 1
             values[lo:hi] = 0
         expected = values[::-1] if minus else values
@@ -131,7 +137,7 @@ def test_ensembl_chromosome_names_and_out_of_bounds_tss(tmp_path):
         tmp_path / "g.fa", table, [tmp_path / "t.bw"] * 2, [tmp_path / "b.bed"]
     )
     assert skipped == 1 and len(windows) == 1 and list(windows.row) == [0]
-    assert dna.decode_bases(windows.sequences[0]) == seq[1500 - 512 : 1500 + 512]
+    assert dna.decode_bases(windows.sequences[0]) == seq[1500 - 512 - dna.FLANK : 1500 + 512 + dna.FLANK]
     assert windows.chrom_names == ["chr8"] and np.all(windows.signal == 1.0)
 
 
@@ -324,3 +330,63 @@ def test_network_ignores_any_null_track_and_sees_real_ones():
     assert not torch.allclose(net(x, t, signal=null_a), net(x, t, signal=torch.zeros(2, 1, 256)))
     with pytest.raises(ValueError, match="signal"):
         net(x, t)
+
+
+def shift_of(window: torch.Tensor, track: torch.Tensor, codes: torch.Tensor, signal: torch.Tensor) -> int:
+    """The shift s for which a batch row is the stored flanked window at centre + s (sequence and signal)."""
+    flank = (codes.shape[0] - window.shape[1]) // 2
+    found = [
+        s
+        for s in range(-flank, flank + 1)
+        if torch.equal(dna.one_hot(codes[None, flank + s : flank + s + window.shape[1]])[0], window)
+        and torch.equal(signal[flank + s : flank + s + window.shape[1]].float(), track)
+    ]
+    assert found, "the row is no shift of its stored window"
+    return found[0]
+
+
+def test_training_windows_shift_up_to_10_bp_and_reference_windows_never_do():
+    """Dirichlet FM's jitter on the stand-in: each training row is its stored window moved by a uniform
+    integer in [-10, 10], sequence and signal together; the reference split, which evaluation reads, is
+    centred."""
+    cfg = {"root": None, "allow_stand_in": True, "sigma_data": 0.5, "jitter": 10}
+    data = TASKS.get("dna")(cfg | {"stand_in_train": 256, "stand_in_reference": 16}).load()
+    train, reference = data.train, data.reference
+    n, cpu = len(train), torch.device("cpu")
+    batch = train.training_batch(torch.arange(n), cpu, torch.Generator().manual_seed(5), slice(0, n), n)
+    shifts = [
+        shift_of(batch.x0[i], batch.cond["signal"][i, 0], train.codes[i], train.signal[i]) for i in range(n)
+    ]
+    assert min(shifts) == -10 and max(shifts) == 10 and len(set(shifts)) == 21
+    centred = train.batch(torch.arange(n), cpu)
+    assert all(
+        shift_of(centred.x0[i], centred.cond["signal"][i, 0], train.codes[i], train.signal[i]) == 0
+        for i in range(n)
+    )
+    m = len(reference)
+    again = reference.training_batch(torch.arange(m), cpu, torch.Generator().manual_seed(5), slice(0, m), m)
+    evaluated = reference.batch(torch.arange(m), cpu)
+    assert torch.equal(again.x0, evaluated.x0)
+    rows = [(evaluated.x0[i], evaluated.cond["signal"][i, 0]) for i in range(m)]
+    assert all(shift_of(x, s, reference.codes[i], reference.signal[i]) == 0 for i, (x, s) in enumerate(rows))
+
+
+def test_a_resumed_run_draws_the_window_shifts_of_an_uninterrupted_one(tmp_path):
+    """Three jittered steps in one go against two steps, a checkpoint, a fresh trainer resumed from it and
+    a third step: the weights agree bit for bit, so the resumed step drew the shifts the uninterrupted one
+    did."""
+    overrides = ["device=cpu", "task.stand_in_train=64", "task.stand_in_reference=16", "budget.batch=8"]
+    spec = run_spec(compose_run("dna", "edm", "smoke", overrides))
+    whole = Trainer(spec, tmp_path / "whole")
+    assert whole.data.train.jitter == 10 and whole.data.reference.jitter == 0
+    for _ in range(3):
+        whole.train_step()
+    cut = Trainer(spec, tmp_path / "cut")
+    for _ in range(2):
+        cut.train_step()
+    cut.state.save(tmp_path / "checkpoints")
+    resumed = Trainer(spec, tmp_path / "cut")
+    assert resumed.state.resume(tmp_path / "checkpoints") and resumed.nimg == 16
+    resumed.train_step()
+    pairs = zip(whole.state.model.parameters(), resumed.state.model.parameters(), strict=True)
+    assert all(torch.equal(a, b) for a, b in pairs)

@@ -6,6 +6,8 @@ import io
 import math
 import os
 import pickle
+import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -29,7 +31,9 @@ from suite.metrics.fid import (
     ImageTensorDataset,
     frechet_distance,
     reference_key,
+    statistics_lock,
     weights_digest,
+    write_reference_statistics,
 )
 from suite.metrics.inception import (
     CONVERTED_WEIGHTS_NAME,
@@ -113,6 +117,32 @@ def test_reference_statistics_are_cached_and_generated_are_not(tmp_path):
 
     assert fd(gen1, ref) == first
     assert rand_fd(tmp_path / "fresh")(gen2, ref) == second
+
+
+def test_a_run_waiting_for_reference_statistics_reads_the_file_another_process_wrote(tmp_path):
+    """While another holder has the statistics folder's lock, a distance waits without featurising the
+    reference, then reads what was written there: the generated set's own statistics, so the distance is
+    that of a set to itself (zero), not the distance to the reference."""
+    fd = rand_fd(tmp_path / "c")
+    ref, gen = blobs(120, seed=0), blobs(80, seed=1, shift=60)
+    path = fd.reference_statistics_path(ref)
+    extractor = create_feature_extractor(fid_extractor.NAME, ["32"], cuda=False)
+    kwargs = {"input2": ImageTensorDataset(gen), "batch_size": 50, "cuda": False, "save_cpu_ram": True}
+    own = fid_input_id_to_statistics(2, extractor, "32", **kwargs)
+    result = []
+    with statistics_lock(path.parent):
+        fid_extractor.RandomConvExtractor.images_seen = 0
+        waiting = threading.Thread(target=lambda: result.append(fd(gen, ref)))
+        waiting.start()
+        deadline = time.monotonic() + 60
+        while fid_extractor.RandomConvExtractor.images_seen < 80 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        waiting.join(timeout=1)  # it has its features; now it waits for the lock
+        assert waiting.is_alive() and fid_extractor.RandomConvExtractor.images_seen == 80
+        write_reference_statistics(path, own["mu"], own["sigma"])
+    waiting.join(timeout=30)
+    assert fid_extractor.RandomConvExtractor.images_seen == 80  # the reference was never featurised
+    assert abs(result[0]) < 1e-6 * rand_fd(tmp_path / "fresh")(gen, ref)
 
 
 def test_reference_statistics_are_keyed_by_the_weights(tmp_path):

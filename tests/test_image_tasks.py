@@ -76,7 +76,7 @@ def test_analog_bits_refuse_bad_depths_and_shapes():
 
 def test_cifar10_paper_network_has_edm_parameters_and_training_flops():
     task = make_task("cifar10", budget="paper")
-    net = task.build_network(task.network_preset("paper"))
+    net = task.build_network(task.network)
     assert abs(count_parameters(net) - EDM_CIFAR_PARAMS) / EDM_CIFAR_PARAMS < 0.02
     with FlopCounterMode(display=False) as counter:
         out = net(torch.randn(1, 3, 32, 32), torch.zeros(1), augment_labels=torch.zeros(1, AUGMENT_DIM))
@@ -145,10 +145,7 @@ def test_digitized_cifar_decodes_its_training_data_to_the_stored_images(examples
     stored, _ = read_cifar10(examples["dcifar"]["root"] + "/" + CIFAR_TARBALL)
     assert torch.equal(task.decode(batch.x0, None), torch.from_numpy(stored))
     four = make_task("dcifar", {**examples["dcifar"], "bits": 4})
-    assert (
-        four.sample_shape == (12, 32, 32)
-        and four.build_network(four.network_preset("smoke")).conv_in.in_channels == 12
-    )
+    assert four.sample_shape == (12, 32, 32) and four.build_network(four.network).conv_in.in_channels == 12
 
 
 def test_ffhq_reads_the_edm_zip_at_64(examples):
@@ -204,14 +201,14 @@ def test_smoke_budget_builds_a_marked_stand_in_in_the_data_cache(tmp_path, monke
 
 def test_augmentation_adds_its_labels_to_the_condition_and_the_network_takes_them(examples):
     task = make_task("cifar10", {**examples["cifar10"], "augment_p": 0.5})
-    net = task.build_network(task.network_preset("smoke"))
+    net = task.build_network(task.network)
     assert net.augment_dim == AUGMENT_DIM
     batch = task.load().train.batch(torch.arange(8), torch.device("cpu"))
     x0, cond = task.augment(batch.x0, batch.cond, torch.Generator().manual_seed(0))
     assert cond["augment_labels"].shape == (8, AUGMENT_DIM) and x0.shape == batch.x0.shape
     assert net(x0, torch.zeros(8), **cond).shape == x0.shape
     plain = make_task("cifar10", examples["cifar10"])
-    assert plain.cfg.augment_p == 0.0 and plain.build_network(plain.network_preset("smoke")).augment_dim == 0
+    assert plain.cfg.augment_p == 0.0 and plain.build_network(plain.network).augment_dim == 0
     assert plain.augment(batch.x0, batch.cond, torch.Generator()) == (batch.x0, batch.cond)
 
 
@@ -231,7 +228,7 @@ def test_digitized_cifar_refuses_augmentation_and_bad_depths():
 def test_class_conditional_generation_responds_to_the_label_and_the_guidance(examples):
     task = make_task("cifar10_cond", examples["cifar10_cond"])
     torch.manual_seed(0)
-    net = task.build_network(task.network_preset("smoke")).eval()
+    net = task.build_network(task.network).eval()
     with torch.no_grad():  # undo the near-zero branch initialisation so that the label visibly matters
         for module in net.modules():
             if isinstance(module, torch.nn.Conv2d | torch.nn.Linear):

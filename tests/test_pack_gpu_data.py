@@ -1,8 +1,10 @@
 """scripts/pack_gpu_data.py reads the FID Inception weights as the suite does (`load_inception_weights`):
-a weights file holding a pickled object is refused naming it, and the object's code does not run."""
+a weights file holding a pickled object is refused naming it, and the object's code does not run; the carry
+folder it writes is ignored by git in a linked worktree as in the main checkout."""
 
 import importlib.util
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -29,3 +31,21 @@ def test_packing_weights_with_a_reduce_payload_is_refused_naming_the_file(tmp_pa
     ):
         pack_gpu_data().pack_weights(weights, packed)
     assert not marker.exists() and not packed.exists()
+
+
+def test_the_carry_folder_is_ignored_by_git_in_a_linked_worktree(tmp_path):
+    def git(*args, cwd=tmp_path / "main"):
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+
+    (tmp_path / "main").mkdir()
+    git("init", "-q")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "root")
+    assert git("worktree", "add", "-q", str(tmp_path / "linked")).returncode == 0
+    linked, main = tmp_path / "linked", tmp_path / "main"
+    for root in (linked, main):
+        (root / ".gpu_carry").mkdir()
+        (root / ".gpu_carry" / "data.npz").write_bytes(b"x")
+    assert git("status", "--porcelain", cwd=linked).stdout == "?? .gpu_carry/\n"
+    pack_gpu_data().exclude_from_git(linked / ".gpu_carry", linked.resolve())
+    assert git("status", "--porcelain", cwd=linked).stdout == ""
+    assert git("status", "--porcelain", cwd=main).stdout == ""  # one exclude file for all worktrees

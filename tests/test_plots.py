@@ -272,7 +272,8 @@ def test_report_links_figures_and_commands(results: Path):
     out = write_report(results, profile_fn=tiny_profile)
     text = out.read_text()
     assert "![alignment](figures/fashion-smoke-aaaa000000_alignment.png)" in text
-    assert "| fashion | smoke | fid ↓ |" in text
+    assert "| fashion | smoke (budget: suite choice) | fid ↓ |" in text  # the comparison table
+    assert "| fashion | smoke | fid ↓ |" in text  # the statistics table
     assert "suite run --task fashion --sampler edm --budget smoke --seeds 2 --results" in text
     assert "sampler.p_mean=0.0" in text
     # Target: EDM's seed-mean final 10.5, which EDM first reaches at kimg 8 and InfoNoise at

@@ -81,3 +81,15 @@ def test_an_unknown_logger_in_watch_is_named_with_the_valid_ones_and_watch_enter
     watched = run_spec(compose_run("bfashion", "edm", "smoke", ["watch=[tensorboard,wandb]"]))
     assert (plain.watch, watched.watch) == ((), ("tensorboard", "wandb"))
     assert (watched.config_hash, watched.comparison_hash) == (plain.config_hash, plain.comparison_hash)
+
+
+def test_a_guidance_scale_without_a_trained_null_condition_is_refused():
+    untrained = compose_run(
+        "cifar10_cond", "edm", "smoke", ["task.cond_dropout=0", "budget.eval.guidance=1.5"]
+    )
+    with pytest.raises(SpecError, match=r"budget.eval.guidance=1.5 with task.cond_dropout=0: the null"):
+        run_spec(untrained)
+    trained = compose_run(
+        "cifar10_cond", "edm", "smoke", ["task.cond_dropout=0.1", "budget.eval.guidance=1.5"]
+    )
+    assert run_spec(trained).budget.eval.guidance == 1.5

@@ -12,11 +12,12 @@ import pandas as pd
 import pytest
 from datagen import write_mnist_format
 from subprocesses import cli_command, cli_env
+from test_faults import without_timing
 
 from suite.cli import main
 from suite.config import compose_run, group_options
 from suite.records import read_jsonl
-from suite.runner import plan_runs
+from suite.runner import plan_runs, usable_cores
 from suite.slurm import max_array_size
 from suite.study import load_study, plan_study
 
@@ -40,7 +41,7 @@ def study_file(tmp_path: Path, file: str = "study.yaml", **fields) -> Path:
         ({"samplers": ["edm", "edn"]}, "unknown sampler 'edn'; did you mean edm? valid samplers: cauchy"),
         ({"tasks": ["cifar99"]}, "tasks: unknown task 'cifar99'; did you mean dcifar, cifar10? valid tasks"),
         ({"tasks": {"bfashion": "budget.lr=1"}}, "tasks.bfashion must be a list of key=value strings"),
-        ({"budget": "huge"}, "budget: unknown budget 'huge'; valid budgets: paper, short, smoke"),
+        ({"budget": "huge"}, "budget: unknown budget 'huge'; valid budgets: demo, paper, short, smoke"),
         ({"seeds": 0}, "seeds must be at least 1 as a count (a count N (seeds 0..N-1), a range A-B"),
         ({"seeds": "2-1"}, "or a comma list (0,2,5 or 0-3,8); got '2-1' ('2-1' is none of these)"),
         ({"seeds": "0,2,2"}, "seeds '0,2,2' name seed(s) 2 more than once"),
@@ -173,8 +174,8 @@ TINY = [
     "task.metrics.fid.feature_extractor=rand-test",
     "task.metrics.fid.batch_size=32",
     "task.solver_steps=3",
-    "task.networks.smoke.model_channels=8",
-    "task.networks.smoke.channel_mult=[1,2]",
+    "task.network.model_channels=8",
+    "task.network.channel_mult=[1,2]",
 ]
 
 
@@ -244,3 +245,35 @@ def test_a_smoke_study_runs_end_to_end_and_its_table_shows_exactly_its_grid(tmp_
     assert [line.split()[1] for line in out.splitlines() if line.startswith("  missing ")] == [
         f"bfashion/smoke/cos/seed{k}" for k in range(3)
     ]
+
+
+def test_a_study_refuses_runs_per_gpu_below_one_naming_it(tmp_path, capsys):
+    path = study_file(tmp_path)
+    assert main(["run", "--study", str(path), "--results", str(tmp_path), "--runs-per-gpu", "0"]) == 2
+    assert "--runs-per-gpu must be at least 1 (1: one run at a time), got 0" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.slow
+def test_a_study_packed_two_per_device_gives_the_records_of_the_study_run_one_at_a_time(tmp_path):
+    data = write_mnist_format(tmp_path / "fashion-idx")
+    path = study_file(tmp_path, samplers=["edm", "infonoise"], overrides=TINY)
+    threads = str(max(1, usable_cores() // 2))  # what each of two packed children gets
+    found = {}
+    for name, flags in (("one", []), ("packed", ["--runs-per-gpu", "2"])):
+        results = tmp_path / name
+        done = subprocess.run(
+            cli_command("run", "--study", str(path), "--results", str(results), *flags, f"task.root={data}"),
+            env=cli_env(OMP_NUM_THREADS=threads),
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout.count("  done         bfashion/smoke/") == 2
+        found[name] = {
+            folder.relative_to(results).as_posix(): without_timing(read_jsonl(folder / "records.jsonl"))
+            for folder in sorted(results.glob("runs/*/*/seed0"))
+        }
+    assert len(found["one"]) == 2
+    assert found["packed"] == found["one"]

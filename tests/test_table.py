@@ -17,6 +17,8 @@ import pytest
 
 from suite.records import read_jsonl, write_json, write_jsonl
 from suite.table import (
+    COMPARISON_CAPTION,
+    comparison_caption,
     comparison_stats,
     comparison_table,
     final_rows,
@@ -508,6 +510,29 @@ def test_main_budget_filter_and_empty(crossing: Path, tmp_path: Path, capsys):
     assert main(argparse.Namespace(results=str(tmp_path / "nothing"), budget=None, format="md")) == 1
 
 
+@pytest.mark.parametrize("fmt, prefix", [("md", ""), ("latex", "% "), ("csv", "# ")])
+def test_the_last_line_says_what_a_budget_with_a_note_can_show(tmp_path: Path, capsys, fmt: str, prefix: str):
+    """The demo budget's ``note`` (from the runs' config.yaml) closes the output, whitespace folded; a budget
+    without one adds nothing, and ``--budget`` keeps only its own note."""
+    from suite.config import compose_run, to_dict
+
+    demo = to_dict(compose_run("bfashion", "edm", "demo"))
+    note = " ".join(demo["budget"]["note"].split())
+    for sampler in ("edm", "logu"):
+        write_run(tmp_path, "bfashion", sampler, 0, [(1.6, 300.0)], budget="demo", config=demo)
+    smoke = to_dict(compose_run("bfashion", "edm", "smoke"))
+    write_run(
+        tmp_path, "bfashion", "edm", 0, [(12.8, 90.0)], budget="smoke", comparison="b" * 10, config=smoke
+    )
+    assert main(argparse.Namespace(results=str(tmp_path), budget=None, format=fmt)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == f"{prefix}Budget demo: {note}"
+    assert sum(line.startswith(f"{prefix}Budget ") for line in lines) == 1
+    assert note.startswith("shows that every sampler trains") and "not which sampler is better" in note
+    assert main(argparse.Namespace(results=str(tmp_path), budget="smoke", format=fmt)) == 0
+    assert "Budget demo" not in capsys.readouterr().out
+
+
 def test_seed_pairs_stay_within_their_comparison_row(tmp_path: Path):
     """The same task at two budgets: each row's pairs come from its own runs only."""
     kimg = [10.0, 20.0, 40.0]
@@ -646,3 +671,36 @@ def test_a_rescored_grid_is_not_the_published_protocol(tmp_path: Path):
     assert cell_value(table, "bfashion (re-scored: InfoGrid, 18 steps)", "infonoise") == (
         "**3.00** (published 0.69 (Karras grid); ours InfoGrid grid)"
     )
+
+
+def test_rows_scored_at_another_guidance_scale_are_a_row_of_their_own(tmp_path: Path):
+    """``suite eval --guidance 3`` on a run evaluated at its config's 2.0: the re-scored row is labelled with
+    its scale and leaves the run's own row (recorded at 2.0) as it was."""
+    config = {"task": {"solver_steps": 18}, "budget": {"eval": {"guidance": 2.0}}}
+    run = write_run(tmp_path, "owt", "edm", 0, [(10, 0.5)], metric="mauve", higher=True, config=config)
+    rows = [row | {"guidance": 2.0} for row in read_jsonl(run / "records.jsonl")]
+    write_jsonl(run / "records.jsonl", rows + [rows[-1] | {"guidance": 3.0, "value": 0.7}])
+    stats = comparison_stats(load_records(tmp_path)).set_index("row")
+    assert stats.loc["owt", "mean"] == pytest.approx(0.5)
+    assert stats.loc["owt (re-scored: Karras, 18 steps, guidance 3)", "mean"] == pytest.approx(0.7)
+
+
+def test_budgets_the_paper_does_not_publish_are_labelled_suite_choice(tmp_path: Path):
+    write_run(tmp_path, "bfashion", "edm", 0, [(10, 2.0)], budget="smoke")
+    write_run(tmp_path, "bfashion", "edm", 0, [(10, 1.0)], budget="paper", comparison="bbbb000000")
+    write_run(tmp_path, "mog2d", "edm", 0, [(10, 1.0)], budget="paper", comparison="cccc000000")
+    table = comparison_table(load_records(tmp_path))
+    assert set(zip(table["task"], table["budget"], strict=True)) == {
+        ("bfashion", "smoke (budget: suite choice)"),
+        ("bfashion", "paper"),
+        ("mog2d", "paper (budget: suite choice)"),
+    }
+
+
+def test_the_caption_names_the_guidance_scale_of_guided_rows_only(tmp_path: Path):
+    write_run(tmp_path, "bfashion", "edm", 0, [(10, 2.0)])
+    assert comparison_caption(load_records(tmp_path)) == COMPARISON_CAPTION
+    run = write_run(tmp_path, "owt", "edm", 0, [(10, 0.5)], metric="mauve", higher=True, comparison="b")
+    write_jsonl(run / "records.jsonl", [row | {"guidance": 2.0} for row in read_jsonl(run / "records.jsonl")])
+    note = "; classifier-free guidance scale: owt 2 (frozen in the task config)"
+    assert comparison_caption(load_records(tmp_path)) == COMPARISON_CAPTION + note

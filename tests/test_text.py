@@ -189,11 +189,8 @@ def test_the_task_reads_its_example_data_and_marks_the_stand_in_tokenizer(tmp_pa
     overrides = OpenWebText.example_data(tmp_path / "data", 8)
     cfg = {
         **overrides,
-        "budget_size": "smoke",
         "sigma_data": 1.0,
-        "networks": {
-            "smoke": {"seq_len": 24, "prefix_len": 8, "embed_dim": 8, "width": 16, "depth": 1, "heads": 2}
-        },
+        "network": {"seq_len": 24, "prefix_len": 8, "embed_dim": 8, "width": 16, "depth": 1, "heads": 2},
     }
     task = OpenWebText(cfg)
     data = task.load()
@@ -202,7 +199,7 @@ def test_the_task_reads_its_example_data_and_marks_the_stand_in_tokenizer(tmp_pa
     assert batch.x0.shape == (2, 16) and batch.cond["prefix"].shape == (2, 8)
     texts = task.decode_reference(batch)
     assert len(texts) == 2 and all(isinstance(t, str) and t for t in texts)
-    model = EDMDenoiser(task.build_network(task.preset), 1.0)
+    model = EDMDenoiser(task.build_network(task.network), 1.0)
     embedded = task.objective(None).encode(model, batch.x0)
     assert task.decode_generated(embedded, model, batch.cond) == texts  # prompt and continuation, whole
     prompts = task.decode(batch.cond["prefix"], None)

@@ -24,7 +24,7 @@ TINY = [
     "budget.eval.reference=32",
     "budget.eval.batch_size=16",
     "task.metrics.fid.feature_extractor=rand-test",
-    "task.networks.smoke.model_channels=8",
+    "task.network.model_channels=8",
     "budget.lr_rampup_kimg=0.1",
     "budget.adaptive.warmup_steps=4",
     "budget.adaptive.refresh_every=2",
@@ -93,7 +93,7 @@ def test_class_conditional_training_and_guided_generation(tmp_path, data):
         "task.num_classes=10",
         "task.cond_dropout=0.5",
         "device=cpu",
-        "task.networks.smoke.model_channels=8",
+        "task.network.model_channels=8",
         "task.metrics.fid.feature_extractor=rand-test",
         "task.solver_steps=3",
     ]

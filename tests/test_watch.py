@@ -38,8 +38,8 @@ BUDGET = [
     "task.metrics.fid.feature_extractor=rand-test",
     "task.metrics.fid.batch_size=32",
     "task.solver_steps=3",
-    "task.networks.smoke.model_channels=8",
-    "task.networks.smoke.channel_mult=[1,2]",
+    "task.network.model_channels=8",
+    "task.network.channel_mult=[1,2]",
 ]
 KILLED_AT = 352  # the step after the checkpoint at 320: the re-run resumes there
 TICKS = [128, 224, 320, 416, 480]

@@ -17,10 +17,13 @@ chromosome are skipped (DDSM's genome reader would reject them) and counted.
 
 Split by chromosome, as DDSM and Dirichlet FM: test = chr8 and chr9, validation = chr10, train = the rest,
 applied after truncating the table to its first ``n_tsses`` rows (DDSM's training script: 40,000;
-Dirichlet FM: 100,000). DDSM jitters training windows by up to ±100 bp; these windows are fixed (no jitter).
+Dirichlet FM: 100,000). Each window is stored with ``FLANK`` = 10 further bases (and signal) on each side, so
+that training can shift a window's centre by up to ±10 bp, as Dirichlet FM's training windows are shifted
+(none at validation or test); ``Windows.centre`` is the unshifted window.
 
-Prepared format (``suite data dna DEST``): ``sequences.npy`` uint8 [N, L] base codes (A, C, G, T = 0..3,
-anything else 4), ``signal.npy`` float16 [N, L] (float32 when a value exceeds float16's range),
+Prepared format (``suite data dna DEST``): ``sequences.npy`` uint8 [N, L + 2·flank] base codes (A, C, G,
+T = 0..3, anything else 4), ``signal.npy`` float16 [N, L + 2·flank] (float32 when a value exceeds float16's
+range),
 ``windows.npz`` (``row`` of the TSS table, ``chrom`` index, ``tss``, ``strand`` ±1) and ``promoters.json``
 (format, length, chromosome names, counts, source files and their SHA-256). ``load_prepared`` memory-maps
 them.
@@ -70,6 +73,7 @@ from suite.watch import progress_enabled
 BASES = "ACGT"
 UNKNOWN = 4
 SEQ_LEN = 1024
+FLANK = 10  # bases kept on each side of a window, so that training can shift it by up to ±FLANK
 VALID_CHROMS = ("chr10",)
 TEST_CHROMS = ("chr8", "chr9")
 SPLITS = ("train", "valid", "test")
@@ -255,7 +259,9 @@ def resolve_name(chrom: str, available: set[str] | dict[str, int]) -> str | None
 # -- windows -----------------------------------------------------------------------------------------
 @dataclass
 class Windows:
-    """Prepared windows: base codes [N, L] uint8, signal [N, L], and where each came from."""
+    """Prepared windows: base codes [N, L + 2·flank] uint8, signal [N, L + 2·flank], and where each came
+    from; the window proper is the centre L positions, and ``flank`` bases on each side let training shift
+    it (a set prepared before flanks were kept has ``flank`` 0)."""
 
     sequences: np.ndarray
     signal: np.ndarray
@@ -264,9 +270,15 @@ class Windows:
     tss: np.ndarray
     strand: np.ndarray
     chrom_names: list[str]
+    flank: int = 0
 
     def __len__(self) -> int:
         return int(self.sequences.shape[0])
+
+    @property
+    def seq_len(self) -> int:
+        """The window length L, without the flanks."""
+        return int(self.sequences.shape[1]) - 2 * self.flank
 
     def split_indices(self, split: str, n_tsses: int | None = None) -> np.ndarray:
         """Indices of the windows of ``split`` among the first ``n_tsses`` table rows (all when None)."""
@@ -297,8 +309,10 @@ def extract_windows(
     tracks: Sequence[str | Path],
     blacklists: Sequence[str | Path],
     seq_len: int = SEQ_LEN,
+    flank: int = FLANK,
 ) -> tuple[Windows, int]:
-    """Windows of every TSS of ``table`` (see the module docstring); returns them and the number skipped.
+    """Windows of every TSS of ``table`` with ``flank`` bases on each side (see the module docstring);
+    returns them and the number skipped.
 
     ``tracks`` are the plus- and minus-strand bigWig files (read with pyBigWig). The genome is read once,
     one chromosome at a time. Raises `MissingChromosomes` when the genome has no record (under its UCSC or
@@ -308,13 +322,13 @@ def extract_windows(
 
     if seq_len % 2:
         raise ValueError(f"window length must be even, got {seq_len}")
-    half = seq_len // 2
+    half, width = seq_len // 2, seq_len + 2 * flank
     signal_files = [pyBigWig.open(str(t)) for t in tracks]
     try:
         masked = read_blacklist(blacklists)
         n = len(table.tss)
-        sequences = np.full((n, seq_len), UNKNOWN, dtype=np.uint8)
-        signal = np.zeros((n, seq_len), dtype=np.float32)
+        sequences = np.full((n, width), UNKNOWN, dtype=np.uint8)
+        signal = np.zeros((n, width), dtype=np.float32)
         ok = np.zeros(n, dtype=bool)
         wanted = {}
         for chrom in sorted(set(table.chrom)):
@@ -326,8 +340,8 @@ def extract_windows(
             codes = encode_bases(raw)
             for i in np.flatnonzero(table.chrom == chrom):
                 minus = table.strand[i] < 0
-                start = int(table.tss[i]) - half + int(minus)
-                end = start + seq_len
+                start = int(table.tss[i]) - half + int(minus) - flank
+                end = start + width
                 if start < 0 or end > len(codes):
                     continue
                 track = signal_files[1 if minus else 0]
@@ -335,7 +349,7 @@ def extract_windows(
                 values = (
                     np.nan_to_num(np.asarray(track.values(track_name, start, end, numpy=True), np.float32))
                     if track_name is not None
-                    else np.zeros(seq_len, np.float32)
+                    else np.zeros(width, np.float32)
                 )
                 values[blacklist_mask(masked, chrom, start, end)] = 0
                 window = codes[start:end]
@@ -358,6 +372,7 @@ def extract_windows(
         tss=table.tss[ok],
         strand=table.strand[ok],
         chrom_names=names,
+        flank=flank,
     )
     return windows, int((~ok).sum())
 
@@ -414,7 +429,8 @@ def write_prepared(dest: str | Path, windows: Windows, sources: dict[str, str], 
     counts = {s: int((split_of(names) == s).sum()) for s in SPLITS}
     manifest = {
         "format": FORMAT,
-        "seq_len": int(windows.sequences.shape[1]),
+        "seq_len": windows.seq_len,
+        "flank": windows.flank,
         "windows": len(windows),
         "skipped_out_of_bounds": skipped,
         "split_counts": counts,
@@ -460,6 +476,7 @@ def load_prepared(root: str | Path) -> tuple[Windows, dict]:
         tss=index["tss"],
         strand=index["strand"],
         chrom_names=list(manifest["chrom_names"]),
+        flank=int(manifest.get("flank", 0)),
     )
     if manifest["windows"] == 0:
         raise missing_data_error(
@@ -785,10 +802,16 @@ def synthetic_signal(n: int, seq_len: int, rng: np.random.Generator) -> np.ndarr
 
 
 def stand_in_windows(
-    n_train: int, n_reference: int, seq_len: int = SEQ_LEN, seed: int = 0, folder: Path = KAPTIVE_DIR
+    n_train: int,
+    n_reference: int,
+    seq_len: int = SEQ_LEN,
+    seed: int = 0,
+    folder: Path = KAPTIVE_DIR,
+    flank: int = FLANK,
 ) -> tuple[Windows, Windows, str]:
     """(train, reference, source) windows from the kaptive-example assemblies: fixed random positions and
-    strands, synthetic signal; the last assembly (sorted by name) is the reference."""
+    strands, synthetic signal, ``flank`` bases on each side; the last assembly (sorted by name) is the
+    reference."""
     files = sorted(folder.glob("*.fasta.gz"))
     if len(files) < 2:
         raise FileNotFoundError(
@@ -797,31 +820,33 @@ def stand_in_windows(
             "prepared DDSM data (`suite data dna DEST`)"
         )
     rng = np.random.default_rng(seed)
+    width = seq_len + 2 * flank
 
     def draw(paths: list[Path], n: int) -> Windows:
         contigs = [
             (p.name.removesuffix(".fasta.gz"), encode_bases(seq)) for p in paths for _, seq in read_fasta(p)
         ]
-        contigs = [c for c in contigs if len(c[1]) >= seq_len]
-        lengths = np.array([len(c[1]) - seq_len + 1 for c in contigs], dtype=np.float64)
+        contigs = [c for c in contigs if len(c[1]) >= width]
+        lengths = np.array([len(c[1]) - width + 1 for c in contigs], dtype=np.float64)
         pick = rng.choice(len(contigs), size=n, p=lengths / lengths.sum())
-        sequences = np.empty((n, seq_len), dtype=np.uint8)
+        sequences = np.empty((n, width), dtype=np.uint8)
         strand = np.where(rng.random(n) < 0.5, -1, 1).astype(np.int8)
         starts = np.empty(n, dtype=np.int64)
         for i, c in enumerate(pick):
             starts[i] = rng.integers(0, int(lengths[c]))
-            window = contigs[c][1][starts[i] : starts[i] + seq_len]
+            window = contigs[c][1][starts[i] : starts[i] + width]
             sequences[i] = reverse_complement(window) if strand[i] < 0 else window
         names = sorted({contigs[c][0] for c in pick})
         index = {name: k for k, name in enumerate(names)}
         return Windows(
             sequences=sequences,
-            signal=synthetic_signal(n, seq_len, rng),
+            signal=synthetic_signal(n, width, rng),
             row=np.arange(n, dtype=np.int64),
             chrom=np.array([index[contigs[c][0]] for c in pick], dtype=np.int16),
-            tss=starts + seq_len // 2,
+            tss=starts + width // 2,
             strand=strand,
             chrom_names=names,
+            flank=flank,
         )
 
     train = draw(files[:-1], n_train)

@@ -27,17 +27,22 @@ value), written atomically at `<cache_dir>/fid-stats/ref-<images>-<extractor>-<l
 (of the weights file for another extractor, `own-weights` without one), so statistics from other weights
 are never used. It is read with `numpy.load(allow_pickle=False)`, which builds plain arrays only; a file
 that is not such an archive of float arrays of the right shapes is refused with a ValueError naming it
-and saying to delete it. Generated samples are never cached.
+and saying to delete it. Generated samples are never cached. A process about to compute missing statistics
+takes the lock of their folder first (`statistics_lock`) and looks again, so that runs started together (K
+packed runs, an array of jobs) compute them once while the others wait and read the file.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import io
 import os
 import tempfile
+import time
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +186,27 @@ def write_reference_statistics(path: str | os.PathLike, mu: np.ndarray, sigma: n
             os.remove(tmp)
 
 
+@contextlib.contextmanager
+def statistics_lock(folder: str | os.PathLike) -> Iterator[None]:
+    """Hold the exclusive lock of a reference-statistics folder: `flock` on the folder itself (no lock file
+    to leave behind), released when the block ends or the process dies. While another process holds it, a
+    stop request (`suite.stopping`) ends the wait with `Interrupted`."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                check("while waiting for another process's FID reference statistics")
+                time.sleep(0.2)
+        yield
+    finally:
+        os.close(handle)
+
+
 class FrechetDistance:
     """Fréchet distance of generated images to a reference set, from torch-fidelity features and statistics.
 
@@ -295,11 +321,15 @@ class FrechetDistance:
         if path.exists():
             mu, sigma = read_reference_statistics(path, features.shape[1])
         else:
-            stats = fid_features_to_statistics(
-                extract_featuresdict_from_input_id(2, extractor, **kwargs)[self.layer]
-            )
-            mu, sigma = stats["mu"], stats["sigma"]
-            write_reference_statistics(path, mu, sigma)
+            with statistics_lock(path.parent):  # runs started together compute them once
+                if path.exists():
+                    mu, sigma = read_reference_statistics(path, features.shape[1])
+                else:
+                    stats = fid_features_to_statistics(
+                        extract_featuresdict_from_input_id(2, extractor, **kwargs)[self.layer]
+                    )
+                    mu, sigma = stats["mu"], stats["sigma"]
+                    write_reference_statistics(path, mu, sigma)
         return frechet_distance(features.numpy(), mu, sigma)
 
 
