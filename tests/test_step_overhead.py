@@ -55,8 +55,8 @@ def test_training_step_reads_no_value_back_from_the_device(sampler, data, tmp_pa
         "budget.grad_clip=1.0",
         "budget.adaptive.warmup_steps=1",
         f"budget.adaptive.refresh_every={REFRESH}",
-        "task.networks.smoke.model_channels=8",
-        "task.networks.smoke.channel_mult=[1,2]",
+        "task.network.model_channels=8",
+        "task.network.channel_mult=[1,2]",
     ]
     if sampler != "edm":  # a density from the first batch: every bin with an observation counts
         overrides.append("sampler.min_count=1")
