@@ -19,6 +19,7 @@ import torch
 import torch._inductor.config as inductor_config
 from datagen import write_mnist_format
 from subprocesses import cli_command, cli_env
+from torch._inductor.utils import fresh_cache
 
 from suite.config import compose_run
 from suite.metrics.inception import suite_cache_dir
@@ -77,10 +78,11 @@ def test_compiled_training_equals_eager_within_bf16_tolerance(task, tmp_path, mo
 
 
 def test_a_failed_compile_trains_the_eager_steps(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))  # empty: inductor compiles
     monkeypatch.setattr(inductor_config.cpp, "cxx", ("/nonexistent/c++",))
-    eager, failed = trainer("dna", tmp_path, "false"), trainer("dna", tmp_path, "true")
-    (losses, grads, weights), (f_losses, f_grads, f_weights) = steps(eager), steps(failed)
+    torch._dynamo.reset()
+    with fresh_cache(dir=str(tmp_path)):  # no kernel an earlier test compiled, on disk or in memory
+        eager, failed = trainer("dna", tmp_path, "false"), trainer("dna", tmp_path, "true")
+        (losses, grads, weights), (f_losses, f_grads, f_weights) = steps(eager), steps(failed)
     assert f_losses == losses
     assert all(torch.equal(a, b) for a, b in zip([*f_grads, *f_weights], [*grads, *weights], strict=True))
     assert not failed.state.compiled and failed.state.forward is failed.state.eager_forward
