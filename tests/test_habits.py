@@ -23,6 +23,7 @@ from subprocesses import cli_command, cli_env
 from test_table import write_run
 from test_training import TINY
 
+from suite.config import group_options
 from suite.table_command import main as table_main
 
 
@@ -264,7 +265,8 @@ def test_help_shows_defaults_ranges_choices_and_examples_without_importing_torch
     flat = " ".join(run.split())
     assert "--results RESULTS results folder (default: results)" in flat
     assert "here, or as SLURM job arrays (default: local)" in flat
-    assert "a budget: paper, short, smoke (default smoke)" in flat and "infonoise" in flat
+    budgets = ", ".join(group_options("budget"))  # every budget config, so a new one is listed too
+    assert f"a budget: {budgets} (default smoke)" in flat and "infonoise" in flat
     assert "minutes per SLURM job (>= 1)" in flat and "a range A-B (inclusive: 0-63)" in flat
     assert "examples:" in run and "--seeds 0-63" in run
     assert "{md,latex,csv,long-csv,json}" in table
