@@ -77,10 +77,11 @@ def test_compiled_training_equals_eager_within_bf16_tolerance(task, tmp_path, mo
         torch.testing.assert_close(a, b, rtol=BF16_RTOL, atol=1e-5)
 
 
-def test_a_failed_compile_trains_the_eager_steps(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(inductor_config.cpp, "cxx", ("/nonexistent/c++",))
+def test_a_failed_compile_trains_the_eager_steps(tmp_path, capsys):
     torch._dynamo.reset()
-    with fresh_cache(dir=str(tmp_path)):  # no kernel an earlier test compiled, on disk or in memory
+    # inductor's own config patch (monkeypatch would delete the option when it undoes), in a fresh cache so
+    # that no kernel an earlier test compiled, on disk or in memory, lets the compile succeed
+    with inductor_config.patch({"cpp.cxx": ("/nonexistent/c++",)}), fresh_cache(dir=str(tmp_path)):
         eager, failed = trainer("dna", tmp_path, "false"), trainer("dna", tmp_path, "true")
         (losses, grads, weights), (f_losses, f_grads, f_weights) = steps(eager), steps(failed)
     assert f_losses == losses
