@@ -30,7 +30,6 @@ TINY = [
     "budget.eval.samples=32",
     "budget.eval.reference=64",
     "budget.eval.batch_size=32",
-    "budget.eval.guidance=2.0",
     "budget.adaptive.warmup_steps=4",
     "budget.adaptive.refresh_every=4",
 ]
@@ -78,7 +77,7 @@ def test_the_plugin_sequence_task_trains_samples_with_cfg_and_is_scored_by_two_m
     args = [f"task.{key}={value}" for key, value in overrides.items()]
     results = tmp_path / "results"
     suite(site, "run", "--task", "seqtoy", "--sampler", "edm,infonoise", "--results", str(results),
-          *args, *TINY)  # fmt: skip
+          *args, *TINY, "budget.eval.guidance=2.0")  # fmt: skip
     for sampler in ("edm", "infonoise"):
         (run_dir,) = results.glob(f"runs/seqtoy-smoke-*/{sampler}/seed0")
         rows = read_jsonl(run_dir / "records.jsonl")
