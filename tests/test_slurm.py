@@ -417,7 +417,18 @@ def test_a_preempted_and_requeued_run_shows_as_running_then_finishes(preempting_
 
         wait_for("training to start", training, RUNS_DEADLINE_S)
         blocker = subprocess.run(
-            ["sbatch", "--parsable", "-p", "high", "--exclusive", "-N1", "--wrap", "sleep 300"],
+            [
+                "sbatch",
+                "--parsable",
+                "-p",
+                "high",
+                "--exclusive",
+                "-N1",
+                "-o",
+                str(tmp_path / "blocker.out"),
+                "--wrap",
+                "sleep 300",
+            ],
             check=True,
             capture_output=True,
             text=True,
