@@ -298,13 +298,14 @@ template = load_study(os.environ["STUDY"])
 task = next(iter(template.tasks))
 own = compose_run(task, "edm", template.budget).budget  # the budget's own schedule
 studied = compose_run(task, "edm", template.budget, list(template.overrides)).budget
-runs = len(template.tasks) * len(template.samplers) * template.seeds
+runs = len(template.tasks) * len(template.samplers) * len(template.seeds)
 p = {"runs": runs, "points": int(studied.eval_points), "samples": int(os.environ["SAMPLES"]),
      "reference": int(os.environ["REFERENCE"]), "max_kimg": float(own.kimg), "min_kimg": 16.0,
      "step_kimg": 16.0, "init_s": 20.0, "step_overhead": 1.10, "eval_overhead_s": 1.5, "extractor_load_s": 5.0,
      "fallback_runs_per_gpu": 4}
 if smoke:
-    p.update(max_kimg=0.192, min_kimg=0.064, step_kimg=0.064, init_s=15.0, fallback_runs_per_gpu=2)
+    # at least 4 steps at the study's batch 64, so that the adaptive warm-up (2 steps) is shorter than the run
+    p.update(max_kimg=0.64, min_kimg=0.256, step_kimg=0.064, init_s=15.0, fallback_runs_per_gpu=2)
 
 
 def read(name):
@@ -319,7 +320,7 @@ train, evaluation, sweep = (read(f"{kind}-bfashion-short.json") for kind in ("tr
 single = next((r["examples_per_s"] for r in (train or {}).get("rows", []) if r.get("variant") == "bf16"), None)
 rows = (evaluation or {}).get("rows", [])
 generate = next((r for r in rows if r.get("what") == "generate"), None)
-metrics = [r for r in rows if r.get("what") != "generate"]
+metrics = [r for r in rows if r.get("what") != "generate" and "seconds" in r]  # timed metric calls only
 packed = [r for r in (sweep or {}).get("rows", []) if r["runs"] <= runs]
 notes, estimate = [], None
 if packed:
@@ -367,7 +368,7 @@ study = {"name": template.name if overrides == list(template.overrides) else f"{
          "description": f"{template.description}; sized by tests/gpu/evidence.sh to its call: {kimg:g} kimg, "
                         f"{p['samples']} samples against {p['reference']} references, {k} runs per device",
          "budget": template.budget,
-         "seeds": template.seed_range if template.first_seed else template.seeds,
+         "seeds": template.seed_range,
          "tasks": {name: list(extra) for name, extra in template.tasks.items()},
          "samplers": [s for s in samplers if s in template.samplers],
          "overrides": overrides}
