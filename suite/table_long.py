@@ -28,15 +28,7 @@ from suite.table import ROW_KEYS, comparison_stats, final_rows, finished, with_r
 LONG_COLUMNS = [
     "task",
     "row",
-    "budget",
-    "comparison_hash",
-    "metric",
-    "higher_is_better",
-    "stand_in_data",
-    "substitute_metric",
-    "data_key",
-    "origin",
-    "protocol",
+    *ROW_KEYS[1:],  # the comparison row's identity, as the tables group it
     "sampler",
     "grid",
     "steps",

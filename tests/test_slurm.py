@@ -301,32 +301,36 @@ def test_failing_run_shows_as_failed_with_its_error(slurm_cluster, data, tmp_pat
     assert "1 done, 1 failed" in printed
 
 
-@pytest.fixture
-def small_array_cluster(slurm_cluster, monkeypatch) -> Iterator[str]:
-    """A second, private cluster (no accounting, other ports) with MaxArraySize=4; SLURM_CONF points to it."""
+def private_cluster(monkeypatch, prefix: str, timeout: int, **env: str) -> Iterator[str]:
+    """A second local cluster beside the session's (its own folder, ports and settings from ``env``, the
+    variables of slurm/local-cluster.sh), purged afterwards; SLURM_CONF points to it meanwhile."""
     if os.geteuid() != 0:
         pytest.skip("starting a second local cluster needs root")
-    cluster_dir = tempfile.mkdtemp(prefix="isl4-", dir="/tmp")
-    env = {
-        "SLURM_LOCAL_ACCOUNTING": "0",
-        "SLURM_LOCAL_MAX_ARRAY_SIZE": "4",
-        "SLURM_LOCAL_CTLD_PORT": "6917",
-        "SLURM_LOCAL_SLURMD_PORT": "6918",
-        "SLURM_LOCAL_DBD_PORT": "6919",
-        "SLURM_LOCAL_DB_PORT": "16133",
-    }
-
-    def script(cmd: str) -> subprocess.CompletedProcess[str]:
-        return cluster_script(cmd, cluster_dir, 120, **env)
-
-    up = script("up")
+    cluster_dir = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+    up = cluster_script("up", cluster_dir, timeout, **env)
     try:
         assert up.returncode == 0, up.stderr
         conf = f"{cluster_dir}/slurm.conf"
         monkeypatch.setenv("SLURM_CONF", conf)
         yield conf
     finally:
-        script("purge")
+        cluster_script("purge", cluster_dir, timeout, **env)
+
+
+@pytest.fixture
+def small_array_cluster(slurm_cluster, monkeypatch) -> Iterator[str]:
+    """A private cluster without accounting with MaxArraySize=4."""
+    yield from private_cluster(
+        monkeypatch,
+        "isl4-",
+        120,
+        SLURM_LOCAL_ACCOUNTING="0",
+        SLURM_LOCAL_MAX_ARRAY_SIZE="4",
+        SLURM_LOCAL_CTLD_PORT="6917",
+        SLURM_LOCAL_SLURMD_PORT="6918",
+        SLURM_LOCAL_DBD_PORT="6919",
+        SLURM_LOCAL_DB_PORT="16133",
+    )
 
 
 @pytest.mark.slurm
@@ -368,30 +372,18 @@ PREEMPT_CONF = "\n".join(
 
 @pytest.fixture
 def preempting_cluster(slurm_cluster, monkeypatch) -> Iterator[str]:
-    """A second, private cluster with accounting (other ports) whose partition ``high`` preempts jobs of
-    ``low`` by requeueing them (``PreemptMode=REQUEUE``); SLURM_CONF points to it."""
-    if os.geteuid() != 0:
-        pytest.skip("starting a second local cluster needs root")
-    cluster_dir = tempfile.mkdtemp(prefix="islp-", dir="/tmp")
-    env = {
-        "SLURM_LOCAL_EXTRA_CONF": PREEMPT_CONF,
-        "SLURM_LOCAL_CTLD_PORT": "7017",
-        "SLURM_LOCAL_SLURMD_PORT": "7018",
-        "SLURM_LOCAL_DBD_PORT": "7019",
-        "SLURM_LOCAL_DB_PORT": "16233",
-    }
-
-    def script(cmd: str) -> subprocess.CompletedProcess[str]:
-        return cluster_script(cmd, cluster_dir, 300, **env)
-
-    up = script("up")
-    try:
-        assert up.returncode == 0, up.stderr
-        conf = f"{cluster_dir}/slurm.conf"
-        monkeypatch.setenv("SLURM_CONF", conf)
-        yield conf
-    finally:
-        script("purge")
+    """A private cluster with accounting whose partition ``high`` preempts jobs of ``low`` by requeueing
+    them (``PreemptMode=REQUEUE``)."""
+    yield from private_cluster(
+        monkeypatch,
+        "islp-",
+        300,
+        SLURM_LOCAL_EXTRA_CONF=PREEMPT_CONF,
+        SLURM_LOCAL_CTLD_PORT="7017",
+        SLURM_LOCAL_SLURMD_PORT="7018",
+        SLURM_LOCAL_DBD_PORT="7019",
+        SLURM_LOCAL_DB_PORT="16233",
+    )
 
 
 @pytest.mark.slurm

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from datagen import write_mnist_format
 from subprocesses import cli_command, cli_env
+from test_faults import BUDGET  # the fault tests' tiny run: 15 steps, checkpoints at 160, 256, 320, 480
 
 from suite.config import compose_run
 from suite.lease import Lease
@@ -25,22 +26,6 @@ from suite.records import read_jsonl
 from suite.status import collect
 from suite.watch import check_watchers, format_eta, save_samples, wandb_run_id
 
-BUDGET = [
-    "budget.kimg=0.48",
-    "budget.batch=32",
-    "budget.tick_kimg=0.1",
-    "budget.checkpoint_kimg=0.16",
-    "budget.eval_points=2",
-    "budget.eval.samples=32",
-    "budget.eval.reference=64",
-    "budget.eval.batch_size=32",
-    "budget.lr_rampup_kimg=0.2",
-    "task.metrics.fid.feature_extractor=rand-test",
-    "task.metrics.fid.batch_size=32",
-    "task.solver_steps=3",
-    "task.network.model_channels=8",
-    "task.network.channel_mult=[1,2]",
-]
 KILLED_AT = 352  # the step after the checkpoint at 320: the re-run resumes there
 TICKS = [128, 224, 320, 416, 480]
 EVALUATIONS = [256, 480]
