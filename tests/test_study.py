@@ -21,6 +21,8 @@ from suite.runner import plan_runs, usable_cores
 from suite.slurm import max_array_size
 from suite.study import load_study, plan_study
 
+BUDGETS = ", ".join(group_options("budget"))  # every budget config, so a new one is listed too
+
 REPO = Path(__file__).resolve().parent.parent
 REDUCED = REPO / "studies" / "reduced-bfashion.yaml"
 PAPER = REPO / "studies" / "paper-table.yaml"
@@ -41,7 +43,7 @@ def study_file(tmp_path: Path, file: str = "study.yaml", **fields) -> Path:
         ({"samplers": ["edm", "edn"]}, "unknown sampler 'edn'; did you mean edm? valid samplers: cauchy"),
         ({"tasks": ["cifar99"]}, "tasks: unknown task 'cifar99'; did you mean dcifar, cifar10? valid tasks"),
         ({"tasks": {"bfashion": "budget.lr=1"}}, "tasks.bfashion must be a list of key=value strings"),
-        ({"budget": "huge"}, "budget: unknown budget 'huge'; valid budgets: demo, paper, short, smoke"),
+        ({"budget": "huge"}, f"budget: unknown budget 'huge'; valid budgets: {BUDGETS}"),
         ({"seeds": 0}, "seeds must be at least 1 as a count (a count N (seeds 0..N-1), a range A-B"),
         ({"seeds": "2-1"}, "or a comma list (0,2,5 or 0-3,8); got '2-1' ('2-1' is none of these)"),
         ({"seeds": "0,2,2"}, "seeds '0,2,2' name seed(s) 2 more than once"),
