@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -56,7 +56,16 @@ class EvalInputs:
 
 
 class Metric(ABC):
-    """A quality metric; ``options`` is its entry in the task config's ``metrics`` mapping."""
+    """A quality metric; ``options`` is its entry in the task config's ``metrics`` mapping.
+
+    ``reads`` says which real examples the metric compares with, so that the evaluator decodes only what
+    some metric reads and records how many real examples each row compared: ``"reference"`` (the reference
+    set, ``EvalInputs.reference``), ``"matched"`` (the real examples of the generated samples' conditions,
+    ``EvalInputs.matched``, for a conditional task; the reference set for an unconditional one) or
+    ``"generated"`` (none: the generated samples alone).
+    """
+
+    reads: ClassVar[str] = "reference"
 
     def __init__(self, options: Mapping[str, Any], device: torch.device, cache_dir: Path) -> None:
         self.options = dict(options)
