@@ -1,11 +1,12 @@
-"""Command line: ``suite run|eval|samples|data|profile|list|samplers|status|lease|table|plot|report|fid|
-bench``.
+"""Command line: ``suite run|eval|guidance|samples|data|profile|list|samplers|status|lease|table|plot|report|
+fid|bench``.
 
 Each subcommand is a small function; heavy imports happen inside them so ``suite --help`` is instant.
 ``suite run`` handles SIGTERM, SIGUSR2 and SIGINT from its start (``suite.stopping``): the launch stops
 cleanly and exits with status 130.
 ``suite plan-seeds`` (``suite.statistics``) says how many seeds a difference to the target needs.
 ``suite samples`` (``suite.evaluation``) writes generated samples of a saved snapshot without the trainer.
+``suite guidance`` (``suite.guidance``) chooses a conditional run's guidance scale on held-out conditions.
 """
 
 from __future__ import annotations
@@ -235,6 +236,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument("--device", default="auto", help="cpu, cuda, cuda:K or auto")
     evaluate.set_defaults(func=_lazy("suite.evaluation", "main"))
+
+    guidance = sub.add_parser(
+        "guidance",
+        help="choose a conditional run's guidance scale on held-out conditions, written to guidance.json",
+    )
+    guidance.add_argument("run_dir", help="a finished run folder (…/runs/<comparison>/<sampler>/seed<k>)")
+    guidance.add_argument("--scales", required=True, help="comma-separated guidance scales, e.g. 1,1.5,2,3")
+    guidance.add_argument(
+        "--metric",
+        default=None,
+        help="a metric comparing each sample with its condition's example",
+    )
+    guidance.add_argument("--kimg", type=float, default=None, help="a snapshot (default: the newest)")
+    guidance.add_argument(
+        "--samples",
+        type=positive_int,
+        default=None,
+        help="held-out conditions (default: eval.samples)",
+    )
+    guidance.add_argument("--device", default="auto", help="cpu, cuda, cuda:K or auto")
+    guidance.set_defaults(func=_lazy("suite.guidance", "main"))
 
     samples = sub.add_parser(
         "samples", help="write generated samples of a run's saved snapshot (image grid or texts), no trainer"

@@ -14,14 +14,16 @@ included.
 
 The solver grid is Karras et al.'s ρ = 7 grid at the task's ``solver_steps`` unless an evaluation asks for
 another grid or step count (``suite.grids``; InfoGrid uses the profile an InfoNoise run learned). Each row
-records its protocol: the grid, the steps, the NFE, the number of generated samples, the number of
-reference examples and the size of the reference split they were drawn from (the reference set is the
-whole split when the two are equal, as in EDM's FID against the training set). A task whose protocol is one
-sample per reference example (``final_eval: per_reference``: DDSM scores one sample per test window) is
-scored that way at its final point; only a metric that declares it (FID) takes the best of several seed
-ranges there. Generated samples are decoded with their condition (``Task.decode_generated``), so a text
-continuation is scored with its prompt. The tables and figures keep rows of another protocol apart from the
-run's own (``suite.results``).
+records its protocol: the grid, the steps, the NFE, the number of generated samples, the number of real
+examples its metric compared (``Metric.reads``: the reference set; the real examples of the generated
+samples' conditions, whose fixed choice is recorded as ``condition_seed``; or none, 0) and the size of the
+reference split they were drawn from (the reference set is the whole split when the two are equal, as in
+EDM's FID against the training set). The reference set is decoded only when a metric reads it. A task
+whose protocol is one sample per reference example (``final_eval: per_reference``: DDSM scores one sample
+per test window) is scored that way at its final point; only a metric that declares it (FID) takes the best
+of several seed ranges there. Generated samples are decoded with their condition
+(``Task.decode_generated``), so a text continuation is scored with its prompt. The tables and figures keep
+rows of another protocol apart from the run's own (``suite.results``).
 
 A stop request (``suite.stopping``) abandons an evaluation between its generation batches, its metrics and
 their feature batches: :class:`suite.stopping.Interrupted` is raised and no row is returned.
@@ -79,6 +81,15 @@ class Evaluator:
     def n_reference(self) -> int:
         wanted = self.spec.budget.eval.reference
         return len(self.data.reference) if wanted is None else min(wanted, len(self.data.reference))
+
+    def reads(self, metric: Metric) -> str:
+        """The real examples ``metric`` compares with in this task (``Metric.reads``): ``matched`` ones only
+        where the task is conditional, else the reference set."""
+        if metric.reads not in ("reference", "matched", "generated"):
+            raise ValueError(
+                f"metric {metric.spec.name!r} reads {metric.reads!r}; valid: reference, matched, generated"
+            )
+        return "reference" if metric.reads == "matched" and not self.conditional else metric.reads
 
     def reference(self) -> Any:
         """The decoded reference examples (computed once)."""
@@ -161,13 +172,18 @@ class Evaluator:
         per_reference = final and ev.per_reference_final
         conditions = None
         if per_reference:
-            n, ranges, n_reference = len(self.data.reference), 1, len(self.data.reference)
+            n, ranges = len(self.data.reference), 1
             conditions = torch.arange(n)
-            reference = self.task.decode_reference(self.data.reference.batch(conditions, torch.device("cpu")))
         else:
             n = ev.final_samples if final else ev.samples
             ranges = ev.final_ranges if final and any(m.spec.best_of_ranges for m in metrics) else 1
-            n_reference, reference = self.n_reference, self.reference()
+        reads = [self.reads(m) for m in metrics]
+        reference, n_set = None, 0
+        if "reference" in reads and per_reference:
+            n_set = len(self.data.reference)
+            reference = self.task.decode_reference(self.data.reference.batch(conditions, torch.device("cpu")))
+        elif "reference" in reads:
+            n_set, reference = self.n_reference, self.reference()
         t0 = time.perf_counter()
         results: list[list[dict[str, float]]] = [[] for _ in metrics]
         for k in range(ranges):
@@ -184,7 +200,10 @@ class Evaluator:
                     check("between metrics")
                     found.append(metric(inputs))
         rows = []
-        for found, metric in zip(results, metrics, strict=True):
+        for found, metric, read in zip(results, metrics, reads, strict=True):
+            result = combine_ranges(found, metric.spec.higher_is_better)
+            if read == "matched" and not per_reference:  # which reference examples: recorded by their seed
+                result["condition_seed"] = float(CONDITION_SEED)
             rows.append(
                 evaluation_row(
                     task=spec.task,
@@ -194,7 +213,7 @@ class Evaluator:
                     seed=spec.seed,
                     nimg=nimg,
                     spec=metric.spec,
-                    result=combine_ranges(found, metric.spec.higher_is_better),
+                    result=result,
                     stand_in_data=self.data.stand_in,
                     data=self.data.variant,
                     data_fingerprint=self.data.fingerprint,
@@ -203,7 +222,7 @@ class Evaluator:
                     steps=steps,
                     nfe=nfe(spec.diffusion.solver, steps),
                     n_samples=n,
-                    n_reference=n_reference,
+                    n_reference={"reference": n_set, "matched": n, "generated": 0}[read],
                     reference_split=len(self.data.reference),
                     guidance=ev.guidance,
                     importance_weighting=importance_weighting,
@@ -269,6 +288,35 @@ def _same_point(row: dict[str, Any], new: dict[str, Any]) -> bool:
     return all(row.get(k, "karras" if k == "grid" else None) == new[k] for k in keys)
 
 
+def finished_run(
+    run_dir: str | Path, kimg: float | None, device: str, why: str
+) -> tuple[Any, RunSpec, dict[int, Path]]:
+    """(its ``RunDirectory``, its spec on ``device``, {nimg: snapshot path}) of a finished run: every
+    snapshot, or the one at ``kimg``; a folder that is no run, is not done (``why`` says why that matters)
+    or lacks the snapshot is refused naming the valid choices."""
+    from omegaconf import OmegaConf
+
+    from suite.records import RunDirectory
+
+    folder = RunDirectory(run_dir)
+    if not (folder.path / "config.yaml").is_file():
+        raise FileNotFoundError(f"{folder.path} is not a run directory (no config.yaml)")
+    if folder.status() != "done":
+        raise ValueError(f"{folder.path} is {folder.status()!r}; {why}")
+    snapshots = list_snapshots(folder.snapshots)
+    if kimg is not None:
+        nimg = int(round(kimg * 1000))
+        if nimg not in snapshots:
+            valid = ", ".join(f"{k / 1000:g}" for k in snapshots) or "none"
+            raise ValueError(f"{folder.path} has no snapshot at kimg {kimg:g}; valid kimg: {valid}")
+        snapshots = {nimg: snapshots[nimg]}
+    if not snapshots:
+        raise FileNotFoundError(f"{folder.path} holds no network snapshots ({folder.snapshots})")
+    cfg = OmegaConf.load(folder.path / "config.yaml")
+    cfg.device = device
+    return folder, run_spec(cfg), snapshots
+
+
 def rescore(
     run_dir: str | Path,
     metric: str | None = None,
@@ -286,29 +334,11 @@ def rescore(
     ``guidance`` scores at another classifier-free guidance scale than the budget's (how a task's frozen
     scale is chosen, docs/text.md); its rows are a protocol of their own in the tables.
     """
-    from omegaconf import OmegaConf
-
     from suite.distributed import init_distributed
     from suite.lease import Lease
-    from suite.records import RunDirectory, append_jsonl
+    from suite.records import append_jsonl
 
-    folder = RunDirectory(run_dir)
-    if not (folder.path / "config.yaml").is_file():
-        raise FileNotFoundError(f"{folder.path} is not a run directory (no config.yaml)")
-    if folder.status() != "done":
-        raise ValueError(f"{folder.path} is {folder.status()!r}; `suite eval` re-scores finished runs")
-    snapshots = list_snapshots(folder.snapshots)
-    if kimg is not None:
-        nimg = int(round(kimg * 1000))
-        if nimg not in snapshots:
-            valid = ", ".join(f"{k / 1000:g}" for k in snapshots) or "none"
-            raise ValueError(f"{folder.path} has no snapshot at kimg {kimg:g}; valid kimg: {valid}")
-        snapshots = {nimg: snapshots[nimg]}
-    if not snapshots:
-        raise FileNotFoundError(f"{folder.path} holds no network snapshots ({folder.snapshots})")
-    cfg = OmegaConf.load(folder.path / "config.yaml")
-    cfg.device = device
-    spec = run_spec(cfg)
+    folder, spec, snapshots = finished_run(run_dir, kimg, device, "`suite eval` re-scores finished runs")
     if guidance is not None:
         problem = guidance_problem(float(guidance), spec.diffusion.cond_dropout)
         if problem:

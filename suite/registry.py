@@ -2,8 +2,10 @@
 
 A plugin is one module that decorates its class with ``@REGISTRY.register("name")``. The plugin
 modules (every module of ``baselines/`` plus ``suite.infonoise`` for samplers, every module of ``tasks/``
-for tasks) are imported on the first lookup, and third-party packages can add modules through the
-entry-point groups ``infonoise_suite.samplers`` / ``infonoise_suite.tasks``. Adding a plugin therefore
+for tasks, every module of ``suite/metrics/`` plus ``infonoise_modalities.text.mauve`` for metrics and
+featurisers) are imported on the first lookup, so every name is found in a fresh interpreter whatever was
+imported before, and third-party packages can add modules through the entry-point groups
+``infonoise_suite.samplers`` / ``.tasks`` / ``.metrics`` / ``.featurizers``. Adding a plugin therefore
 needs no edit to any existing file. A registry may check each class when it is registered (the task
 registry checks the task contract): a class that fails is refused with a ``ContractError`` naming it and
 each of its problems.

@@ -8,8 +8,8 @@ the smoke budget sets it), an offline stand-in of real bacterial DNA with a synt
 marked as such.
 
 Training windows are shifted by a uniform integer in [−jitter, jitter] bp within their stored flanks
-(``task.jitter``, Dirichlet FM's ±10), drawn from the step's generator (``WindowSplit.training_batch``); the
-reference split, which evaluation reads, is never shifted.
+(``task.jitter``: DDSM's ±100, the reference this task follows), drawn from the step's generator
+(``WindowSplit.training_batch``); the reference split, which evaluation reads, is never shifted.
 
 Model space: x₀ ∈ {0, 1}^{4×L}, an unknown base (N) as 0.25 in all four channels, as selene encodes it;
 σ_data = ½, the root mean square of a one-hot entry over four bases. Generated samples decode by argmax over
@@ -47,7 +47,7 @@ SIGNAL_METRICS = ("sei-fid", "sp-mse")
 class WindowSplit(Split):
     """Windows as base codes (uint8 [N, L + 2·flank]) and signal ([N, L + 2·flank]); a batch is one-hot
     [B, 4, L] and, when conditioned, ``signal`` [B, 1, L] float32: the centre L positions. A training batch
-    shifts each window's centre by a uniform integer in [−jitter, jitter] (Dirichlet FM's ±10 bp; ``jitter``
+    shifts each window's centre by a uniform integer in [−jitter, jitter] (DDSM's ±100 bp; ``jitter``
     0 for the reference split), the sequence and its signal together. Moved to a device once, one-hot
     encoded per batch there."""
 
@@ -130,7 +130,7 @@ class DnaTask(Task):
                 raise ValueError(
                     f"{root} holds {manifest['seq_len']}-bp windows; task.seq_len={self.seq_len}"
                 )
-            n_tsses = int(self.cfg.get("n_tsses", 100_000))
+            n_tsses = int(self.cfg.get("n_tsses", 40_000))
             train = windows.split_indices("train", n_tsses)
             reference = windows.split_indices(split, n_tsses)
             rows = int(windows.row.max()) + 1 if len(windows) else 0
@@ -198,6 +198,7 @@ class DnaTask(Task):
             "reference_split": str(self.cfg.get("reference_split", "test")),
             "seq_len": self.seq_len,
             "train_jitter_bp": jitter,
+            "train_windows": len(train),
         }
         fingerprint = content_fingerprint(*parts)
         return TaskData(splits[0], splits[1], variant, stand_in, fingerprint, source, info)

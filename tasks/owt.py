@@ -2,9 +2,16 @@
 
 Data (``infonoise_modalities.text.data``): OpenWebText saved with ``datasets`` in ``task.root``
 (``suite data owt DEST``), the last 100 000 documents as the reference (validation) split as in MDLM; GPT-2's
-tokenizer; documents joined by ``<|endoftext|>`` and cut into blocks of ``seq_len`` tokens (1024 under the
-paper budget), tokenised once into a locked memory-mapped cache shared by every run. Each block's first
-``prefix_len`` tokens are the condition and the remaining L = seq_len − prefix_len tokens are diffused. Where
+tokenizer; training documents joined by ``<|endoftext|>`` and cut into blocks of ``seq_len`` tokens (1024
+under the paper budget), tokenised once into a locked memory-mapped cache shared by every run. Each block's
+first ``prefix_len`` tokens are the condition and the remaining L = seq_len − prefix_len tokens are diffused.
+The evaluation units are validation *documents*, as in MAUVE's experiments (Pillutla et al. 2021,
+krishnap25/mauve-experiments: the prompt is each test document's opening, the generation runs to EOS or the
+model's length, and the human text is the same document truncated to that length): each document's first
+``seq_len`` tokens, its first ``prefix_len`` the prompt (32 under the paper budget where MAUVE's
+experiments take 35 GPT-2 tokens: the prefix length is a network preset the model is trained with, and the
+three tokens leave the protocol as it is), documents of at most ``prefix_len`` tokens left out. The
+evaluator's fixed seeded choice of them (``condition_seed`` in each row) is what MAUVE compares. Where
 OpenWebText or the GPT-2 tokenizer is absent and the stand-in permission (``budget.allow_stand_in``) is on
 (the smoke budget), Debian's fortunes corpus and the WordPiece tokenizer of the MiniLM package stand in, with
 the embedding table restricted to a corpus sub-vocabulary, and the records say so.
@@ -20,9 +27,10 @@ which keeps the jointly learned embeddings apart; an adaptive sampler's importan
 Decoding: the nearest normalised embedding at each position. ``docs/text.md`` records these choices.
 
 Metrics (``infonoise_modalities.text.mauve``): MAUVE in mauve-text's own protocol, each generated text whole
-(its prompt followed by its generated continuation, ``decode_generated``) against the real text of the same
-prompt (``decode_reference``: the block's prompt and its real continuation), the two sides row-aligned and of
-equal size; generative perplexity of the generated texts.
+(its prompt followed by its generated continuation up to its first end-of-text token, ``decode_generated``)
+against the document whose opening was the prompt (``decode_reference``: the document truncated to
+``seq_len`` tokens), the two sides row-aligned and of equal size; generative perplexity of the generated
+texts.
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ from infonoise_modalities.text.data import (
     missing_openwebtext,
     openwebtext_corpus,
     save_documents,
+    separator_id,
     token_cache,
 )
 from infonoise_modalities.text.mauve import PAPER_FEATURIZER, missing_model_error, model_available
@@ -263,18 +272,25 @@ class OpenWebText(Task):
         self._tokenizer, self._vocabulary = tokenizer, vocabulary
         seq_len = int(self.network["seq_len"])
         train = TokenBlocks(caches["train"].blocks(seq_len), vocabulary, self.prefix_len)
-        reference = TokenBlocks(caches["validation"].blocks(seq_len), vocabulary, self.prefix_len)
+        openings, short = caches["validation"].document_openings(seq_len, self.prefix_len + 1)
+        if not len(openings):
+            raise ValueError(
+                f"{corpus.variant}: no validation document holds more than prefix_len={self.prefix_len} "
+                "tokens, so none gives a prompt and a continuation; use more validation_docs"
+            )
+        reference = TokenBlocks(openings, vocabulary, self.prefix_len)
         stand_in = corpus_stand_in or tokenizer_stand_in or vocabulary.size != len(tokenizer)
         variant = (
             f"{corpus.variant}; {self._tokenizer_label(tokenizer)} tokenizer; {vocabulary.description}; "
-            f"blocks of {seq_len} tokens, the first {self.prefix_len} the prefix; {len(train)} training and "
-            f"{len(reference)} validation blocks"
+            f"{len(train)} training blocks of {seq_len} tokens; {len(reference)} validation documents, each "
+            f"its first {seq_len} tokens ({short} of at most {self.prefix_len} tokens left out); the first "
+            f"{self.prefix_len} tokens the prefix"
         )
         fingerprint = content_fingerprint(
             caches["train"].meta["sha256"],
             caches["validation"].meta["sha256"],
             vocabulary.ids,
-            f"{seq_len}:{self.prefix_len}",
+            f"{seq_len}:{self.prefix_len}:documents",
         )
         info = {
             "sigma_data": float(self.cfg["sigma_data"]),
@@ -284,6 +300,9 @@ class OpenWebText(Task):
             "vocab_size": vocabulary.size,
             "seq_len": seq_len,
             "prefix_len": self.prefix_len,
+            "reference_units": "validation documents: the prompt their first prefix_len tokens, the human "
+            "text the document truncated to seq_len tokens",
+            "validation_documents_left_out": short,
             "train_tokens": caches["train"].meta["tokens"],
             "cache": str(caches["train"].path.parent),
         }
@@ -365,15 +384,21 @@ class OpenWebText(Task):
         return self._indices_to_texts(self._indices(x, model))
 
     def decode_generated(self, x: Tensor, model: nn.Module | None, cond: Mapping[str, Tensor]) -> list[str]:
-        """Each generated continuation after the prompt it was generated for: the complete generation that
-        MAUVE scores (Pillutla et al. 2021 featurise the context with the text)."""
+        """Each generated continuation, up to its first end-of-text token (where MAUVE's generations stop),
+        after the prompt it was generated for: the complete generation that MAUVE scores (Pillutla et al.
+        2021 featurise the context with the text)."""
         tokens = self._indices(x, model)
+        if self._vocabulary is not None:
+            sep = int(self._vocabulary.encode(np.array([separator_id(self._tokenizer)]))[0])
+            ended = (tokens == sep).cumsum(dim=1) > 0
+            tokens = tokens.masked_fill(ended, sep)
         if "prefix" in cond:
             tokens = torch.cat([cond["prefix"].cpu().to(tokens.dtype), tokens], dim=1)
         return self._indices_to_texts(tokens)
 
     def decode_reference(self, batch: Batch) -> list[str]:
-        """Each reference block whole, its prompt followed by its real continuation."""
+        """Each reference document as its prompt followed by its real continuation: the document truncated
+        to ``seq_len`` tokens."""
         return self.decode_generated(batch.x0, None, batch.cond)
 
     def metrics(self, device: torch.device, cache_dir: Path) -> list[Metric]:

@@ -345,11 +345,11 @@ def shift_of(window: torch.Tensor, track: torch.Tensor, codes: torch.Tensor, sig
     return found[0]
 
 
-def test_training_windows_shift_up_to_10_bp_and_reference_windows_never_do():
-    """Dirichlet FM's jitter on the stand-in: each training row is its stored window moved by a uniform
-    integer in [-10, 10], sequence and signal together; the reference split, which evaluation reads, is
-    centred."""
-    cfg = {"root": None, "allow_stand_in": True, "sigma_data": 0.5, "jitter": 10}
+def test_training_windows_shift_up_to_100_bp_and_reference_windows_never_do():
+    """DDSM's jitter on the stand-in (the task's default, which the stored flanks allow): each training row
+    is its stored window moved by a uniform integer in [-100, 100], sequence and signal together; the
+    reference split, which evaluation reads, is centred."""
+    cfg = {"root": None, "allow_stand_in": True, "sigma_data": 0.5, "jitter": 100}
     data = TASKS.get("dna")(cfg | {"stand_in_train": 256, "stand_in_reference": 16}).load()
     train, reference = data.train, data.reference
     n, cpu = len(train), torch.device("cpu")
@@ -357,7 +357,8 @@ def test_training_windows_shift_up_to_10_bp_and_reference_windows_never_do():
     shifts = [
         shift_of(batch.x0[i], batch.cond["signal"][i, 0], train.codes[i], train.signal[i]) for i in range(n)
     ]
-    assert min(shifts) == -10 and max(shifts) == 10 and len(set(shifts)) == 21
+    assert dna.FLANK == 100 and -100 <= min(shifts) <= -95 and 95 <= max(shifts) <= 100
+    assert len(set(shifts)) > 100  # 256 uniform draws of 201 values: about 143 distinct
     centred = train.batch(torch.arange(n), cpu)
     assert all(
         shift_of(centred.x0[i], centred.cond["signal"][i, 0], train.codes[i], train.signal[i]) == 0
@@ -378,7 +379,7 @@ def test_a_resumed_run_draws_the_window_shifts_of_an_uninterrupted_one(tmp_path)
     overrides = ["device=cpu", "task.stand_in_train=64", "task.stand_in_reference=16", "budget.batch=8"]
     spec = run_spec(compose_run("dna", "edm", "smoke", overrides))
     whole = Trainer(spec, tmp_path / "whole")
-    assert whole.data.train.jitter == 10 and whole.data.reference.jitter == 0
+    assert whole.data.train.jitter == 100 and whole.data.reference.jitter == 0
     for _ in range(3):
         whole.train_step()
     cut = Trainer(spec, tmp_path / "cut")

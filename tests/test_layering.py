@@ -6,9 +6,9 @@ those under ``if TYPE_CHECKING:`` (never executed). ``from P import name`` impor
 is a module of the repository and ``P`` otherwise; importing ``a.b.c`` also runs the ``__init__`` of
 ``a`` and ``a.b``, so it counts as importing those packages too. A cycle is reported as the chain of
 imports that closes it (``a -> b -> a``), one chain per back edge of a depth-first search, so the
-reported chains cover every cycle of the graph. A metric that needs a modality library is registered by the
-task plugin that imports it: in a fresh interpreter the text metrics are unknown to the registry until the
-task plugins are loaded.
+reported chains cover every cycle of the graph. The metric and featuriser registries import their plugin
+modules by name on the first lookup, so every metric and featuriser that a module of the repository
+registers is found in a fresh interpreter that imported nothing else (no task plugin, no modality library).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from subprocesses import cli_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -163,13 +164,58 @@ def test_the_core_import_graph_has_no_cycles():
     assert not found, "import cycles in suite/: " + "; ".join(found)
 
 
-def test_the_text_metrics_are_registered_by_the_task_plugin_not_by_the_core():
+def registered_names(registry: str) -> list[str]:
+    """Every name that a module of the repository registers with ``registry`` (``METRICS`` or
+    ``FEATURIZERS``), as ``@REGISTRY.register("name")`` or ``REGISTRY.register("name")(cls)``."""
+    names = []
+    for path in repository_modules().values():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "register"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == registry
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                names.append(str(node.args[0].value))
+    return sorted(names)
+
+
+REGISTERED = [("METRICS", n) for n in registered_names("METRICS")] + [
+    ("FEATURIZERS", n) for n in registered_names("FEATURIZERS")
+]
+
+
+@pytest.fixture(scope="module")
+def fresh_lookups() -> dict[str, str]:
+    """``REGISTRY:name`` → the class each name resolves to (or the error) in one fresh interpreter that
+    imports only the two registries and looks every name up."""
     probe = (
-        "import json; from suite.metrics import METRICS; from suite.task import TASKS; "
-        "before = METRICS.names(); TASKS.names(); print(json.dumps([before, METRICS.names()]))"
+        "import json, sys\n"
+        "from suite.metrics import METRICS\n"
+        "from suite.metrics.features import FEATURIZERS\n"
+        "found = {}\n"
+        "for registry, name in json.loads(sys.argv[1]):\n"
+        "    try:\n"
+        "        cls = {'METRICS': METRICS, 'FEATURIZERS': FEATURIZERS}[registry].get(name)\n"
+        "        found[f'{registry}:{name}'] = f'{cls.__module__}.{cls.__qualname__}'\n"
+        "    except Exception as error:\n"
+        "        found[f'{registry}:{name}'] = f'error: {error}'\n"
+        "print(json.dumps(found))\n"
     )
-    run = subprocess.run([sys.executable, "-c", probe], env=cli_env(), capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-c", probe, json.dumps(REGISTERED)], env=cli_env(), capture_output=True, text=True
+    )
     assert run.returncode == 0, run.stderr
-    before, after = json.loads(run.stdout)
-    text_metrics = {"mauve", "mauve-minilm", "gen-ppl"}
-    assert not text_metrics & set(before) and text_metrics <= set(after)
+    return json.loads(run.stdout)
+
+
+def test_the_scan_finds_the_text_metrics_and_featurisers_of_the_modality_library():
+    assert {("METRICS", "mauve-minilm"), ("METRICS", "gen-ppl"), ("FEATURIZERS", "minilm")} <= set(REGISTERED)
+
+
+@pytest.mark.parametrize(("registry", "name"), REGISTERED)
+def test_every_registered_name_is_found_in_a_fresh_interpreter(fresh_lookups, registry, name):
+    assert not fresh_lookups[f"{registry}:{name}"].startswith("error"), fresh_lookups[f"{registry}:{name}"]

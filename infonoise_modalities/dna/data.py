@@ -17,9 +17,10 @@ chromosome are skipped (DDSM's genome reader would reject them) and counted.
 
 Split by chromosome, as DDSM and Dirichlet FM: test = chr8 and chr9, validation = chr10, train = the rest,
 applied after truncating the table to its first ``n_tsses`` rows (DDSM's training script: 40,000;
-Dirichlet FM: 100,000). Each window is stored with ``FLANK`` = 10 further bases (and signal) on each side, so
-that training can shift a window's centre by up to ±10 bp, as Dirichlet FM's training windows are shifted
-(none at validation or test); ``Windows.centre`` is the unshifted window.
+Dirichlet FM: 100,000). Each window is stored with ``FLANK`` = 100 further bases (and signal) on each side, so
+that training can shift a window's centre by up to ±100 bp, as DDSM's training windows are shifted
+(``rand_offset=100``; Dirichlet FM shifts by ±10, which the same flanks allow), none at validation or test;
+``Windows.centre`` is the unshifted window.
 
 Prepared format (``suite data dna DEST``): ``sequences.npy`` uint8 [N, L + 2·flank] base codes (A, C, G,
 T = 0..3, anything else 4), ``signal.npy`` float16 [N, L + 2·flank] (float32 when a value exceeds float16's
@@ -73,7 +74,7 @@ from suite.watch import progress_enabled
 BASES = "ACGT"
 UNKNOWN = 4
 SEQ_LEN = 1024
-FLANK = 10  # bases kept on each side of a window, so that training can shift it by up to ±FLANK
+FLANK = 100  # bases kept on each side of a window, so that training can shift it by up to ±FLANK
 VALID_CHROMS = ("chr10",)
 TEST_CHROMS = ("chr8", "chr9")
 SPLITS = ("train", "valid", "test")

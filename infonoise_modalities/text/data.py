@@ -20,7 +20,8 @@ Tokenisation. Every document is tokenised without special tokens and followed by
 tokenizer's end-of-text token, e.g. GPT-2's ``<|endoftext|>``, else its ``[SEP]``); the documents are
 concatenated into one token stream and cut into consecutive blocks of ``block_len`` tokens, the tail that
 does not fill a block dropped. This is MDLM's "wrapped" mode with one separator per document boundary
-instead of a BOS/EOS pair per block.
+instead of a BOS/EOS pair per block. The same stream also gives each document's opening
+(``TokenCache.document_openings``: its first ``block_len`` tokens), the units that MAUVE's evaluation reads.
 
 Cache. The token stream of one (corpus split, tokenizer) pair is written once as a flat little-endian
 array (uint16 when the vocabulary fits, else int32) with a JSON sidecar that holds its length, SHA-256 and
@@ -463,6 +464,22 @@ class TokenCache:
                 f"fewer than one block of {block_len}"
             )
         return self.tokens[: n * block_len].reshape(n, block_len)
+
+    def document_openings(self, length: int, min_tokens: int) -> tuple[np.ndarray, int]:
+        """Each document's first ``length`` tokens as a row of [n, length] (a shorter document followed by
+        separators up to ``length``, which decoding drops), in stream order, and the number of documents
+        left out for holding fewer than ``min_tokens`` tokens. The stream is split at its separators, one
+        after every document."""
+        sep = int(self.meta["separator"])
+        ends = np.flatnonzero(np.asarray(self.tokens) == sep)
+        starts = np.concatenate([[0], ends[:-1] + 1])
+        lengths = ends - starts
+        keep = np.flatnonzero(lengths >= min_tokens)
+        rows = np.full((len(keep), length), sep, dtype=self.tokens.dtype)
+        for row, doc in enumerate(keep):
+            n = min(int(lengths[doc]), length)
+            rows[row, :n] = self.tokens[starts[doc] : starts[doc] + n]
+        return rows, len(lengths) - len(keep)
 
 
 def _lock_owner_dead(lock: Path) -> bool:

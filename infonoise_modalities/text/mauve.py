@@ -207,6 +207,7 @@ class MauveMetric(Metric):
     ``scaling`` (MAUVE's scaling factor c, 5), ``download`` (allow fetching a hub name)."""
 
     default_featurizer = PAPER_FEATURIZER
+    reads = "matched"
 
     def __init__(self, options: Mapping[str, Any], device: torch.device, cache_dir: Path) -> None:
         super().__init__(options, device, cache_dir)
@@ -317,6 +318,8 @@ class MauveMiniLM(MauveMetric):
 class GenerativePerplexity(Metric):
     """exp(mean token NLL) of the generated texts under a causal LM; options ``model`` (``gpt2-large``),
     ``max_length``, ``batch_size``, ``download``."""
+
+    reads = "generated"
 
     def __init__(self, options: Mapping[str, Any], device: torch.device, cache_dir: Path) -> None:
         super().__init__(options, device, cache_dir)

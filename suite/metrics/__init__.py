@@ -1,11 +1,12 @@
 """The metric registry: quality numbers computed from decoded samples against a task's reference split.
 
-A metric is one module of ``suite/metrics/`` (or of a third-party package, through the entry-point group
-``infonoise_suite.metrics``) that decorates a ``Metric`` subclass with ``@METRICS.register("name")``; a
-task lists the metrics it is scored by in its config (``metrics: {name: {options}}``). Each metric says
-which published table its number joins, if any (``INFONOISE_TABLE`` for the paper's metrics with their real
-featurisers), and which metric it stands in for, if any (:class:`MetricSpec`); a task's own metric
-does neither.
+A metric is one module of ``suite/metrics/``, the text metrics' module ``infonoise_modalities.text.mauve``
+(imported by name on the first lookup, as the task plugins are, so the core never imports a modality
+library), or a module of a third-party package, through the entry-point group ``infonoise_suite.metrics``,
+that decorates a ``Metric`` subclass with ``@METRICS.register("name")``; a task lists the metrics it is
+scored by in its config (``metrics: {name: {options}}``). Each metric says which published table its number
+joins, if any (``INFONOISE_TABLE`` for the paper's metrics with their real featurisers), and which metric it
+stands in for, if any (:class:`MetricSpec`); a task's own metric does neither.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -55,7 +56,16 @@ class EvalInputs:
 
 
 class Metric(ABC):
-    """A quality metric; ``options`` is its entry in the task config's ``metrics`` mapping."""
+    """A quality metric; ``options`` is its entry in the task config's ``metrics`` mapping.
+
+    ``reads`` says which real examples the metric compares with, so that the evaluator decodes only what
+    some metric reads and records how many real examples each row compared: ``"reference"`` (the reference
+    set, ``EvalInputs.reference``), ``"matched"`` (the real examples of the generated samples' conditions,
+    ``EvalInputs.matched``, for a conditional task; the reference set for an unconditional one) or
+    ``"generated"`` (none: the generated samples alone).
+    """
+
+    reads: ClassVar[str] = "reference"
 
     def __init__(self, options: Mapping[str, Any], device: torch.device, cache_dir: Path) -> None:
         self.options = dict(options)
@@ -73,5 +83,7 @@ class Metric(ABC):
 
 
 METRICS: Registry[Metric] = Registry(
-    "metric", packages=("suite.metrics",), entry_point_group="infonoise_suite.metrics"
+    "metric",
+    packages=("suite.metrics", "infonoise_modalities.text.mauve"),
+    entry_point_group="infonoise_suite.metrics",
 )

@@ -2,9 +2,11 @@
 
 A featuriser maps a task's typed samples (what ``Task.decode`` gives) to one feature matrix [n, d] per layer
 it offers; it is a :class:`Featurizer` subclass registered with ``@FEATURIZERS.register("name")`` in a
-module of ``suite/metrics/`` (or of another package, through the entry-point group
-``infonoise_suite.featurizers``). Registered here: ``identity`` (the samples themselves, flattened); in
-``suite/metrics/sei.py``: ``sei`` (the released Sei, both layers) and ``random-sei`` (a random-weight Sei).
+module of ``suite/metrics/``, of ``infonoise_modalities.text.mauve`` (imported by name on the first lookup),
+or of another package, through the entry-point group ``infonoise_suite.featurizers``. Registered here:
+``identity`` (the samples themselves, flattened); in ``suite/metrics/sei.py``: ``sei`` (the released Sei, both
+layers) and ``random-sei`` (a random-weight Sei); in ``infonoise_modalities.text.mauve``: ``gpt2-large`` and
+``minilm``.
 
 The distance of :class:`FrechetMetric` is the exact Fréchet distance of ``suite.metrics.frechet`` (Heusel
 et al. 2017's FD, computed in sample space when the features outnumber the samples). A task whose metric is
@@ -55,7 +57,9 @@ class Featurizer(ABC):
 
 
 FEATURIZERS: Registry[Featurizer] = Registry(
-    "featuriser", packages=("suite.metrics",), entry_point_group="infonoise_suite.featurizers"
+    "featuriser",
+    packages=("suite.metrics", "infonoise_modalities.text.mauve"),
+    entry_point_group="infonoise_suite.featurizers",
 )
 
 
