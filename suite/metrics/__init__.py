@@ -20,6 +20,7 @@ import torch
 
 from suite.registry import Registry
 
+SCALES = ("log", "logit", "linear")
 INFONOISE_TABLE = "InfoNoise (Raya et al., arXiv 2602.18647), results/paper/infonoise_table.csv"
 
 
@@ -33,6 +34,10 @@ class MetricSpec:
     ``best_of_ranges`` says whether the final point may report the best of several generation-seed ranges
     (EDM's FID convention, ``budget.eval.final_ranges``); every other metric is scored on one range, since
     the minimum over ranges biases a value that was not defined that way (Sei-FID, MAUVE).
+    ``scale`` is the scale its comparisons are computed on (``suite.statistics``): ``log`` for positive,
+    right-skewed values (FID, Sei-FID, Fréchet distances, SP-MSE: geometric means and ratios of them),
+    ``logit`` for values bounded in (0, 1) (MAUVE), ``linear`` for the rest; the number is reported back in
+    its own units either way.
     """
 
     name: str
@@ -41,6 +46,11 @@ class MetricSpec:
     published: str | None = None
     substitutes: str | None = None
     best_of_ranges: bool = False
+    scale: str = "linear"
+
+    def __post_init__(self) -> None:
+        if self.scale not in SCALES:
+            raise ValueError(f"metric {self.name!r}: scale={self.scale!r}; valid: {', '.join(SCALES)}")
 
 
 @dataclass(frozen=True)
