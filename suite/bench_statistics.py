@@ -126,37 +126,58 @@ class Cell:
     speedup: float
 
 
-def simulate(cell: Cell, replications: int, rng: np.random.Generator) -> dict[str, float]:
-    """One cell's rates over ``replications`` studies (module docstring)."""
+def simulate_values(cell: Cell, replications: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """kimg (P,) and the values (replications, 4 baselines + candidate, seeds, P) of a cell's studies."""
     t = grid_of(cell.grid)
     n, samplers = cell.seeds, BASELINES + 1
     c = np.array([1.0] * BASELINES + [cell.speedup])[None, :, None] * np.ones((replications, samplers, n))
     shared = rng.normal(0, SEED_SHARED, (replications, 1, n)) * np.ones((1, samplers, 1))
     own = rng.normal(size=(replications, samplers, n))
     values = curves(t, c, shared, own, cell.noise, rng.normal(size=(replications, samplers, n, t.size)))
-    logs = np.log(values[..., -1])  # (R, S, n)
+    return t * TOTAL_KIMG, values
+
+
+def study_statistics(kimg: np.ndarray, values: np.ndarray) -> dict[str, np.ndarray]:
+    """What ``comparison_intervals`` computes for studies of FID values (R, 4 + 1, n, P), on the log scale:
+    every sampler's final (mean, low, high) of ln FID; the candidate against each baseline: the paired
+    difference of logs (mean, low, high, sd) with Holm-adjusted p, the log time ratio (μ̂, low, high) with its
+    censoring (R, 4, n) and Holm-adjusted p."""
+    logs = np.log(values[..., -1])
+    final = t_limits(logs)[:3]
+    differences = logs[:, -1:, :] - logs[:, :BASELINES, :]
+    mean, low, high, p = t_limits(differences)
+    candidate = np.broadcast_to(values[:, -1:, :, :], values[:, :BASELINES].shape)
+    log_ratio, censored = pair_log_ratios((kimg, values[:, :BASELINES]), (kimg, candidate), False, "log")
+    estimate, r_low, r_high, r_p = censored_normal(log_ratio, censored)
+    return {
+        "final": np.stack(final),
+        "difference": np.stack([mean, low, high, differences.std(-1, ddof=1)]),
+        "difference_p": holm(p),
+        "ratio": np.stack([estimate, r_low, r_high]),
+        "ratio_p": holm(r_p),
+        "censored": censored,
+    }
+
+
+def simulate(cell: Cell, replications: int, rng: np.random.Generator) -> dict[str, float]:
+    """One cell's rates over ``replications`` studies (module docstring)."""
+    kimg, values = simulate_values(cell, replications, rng)
+    got = study_statistics(kimg, values)
     truth = np.array(
         [true_log_final(1.0, cell.noise)] * BASELINES + [true_log_final(cell.speedup, cell.noise)]
     )
-    _, low, high, _ = t_limits(logs)
+    _, low, high = got["final"]
     final_cover = (low <= truth) & (truth <= high)
-    # candidate vs each baseline: paired differences of logs, and time ratios
-    differences = logs[:, -1:, :] - logs[:, :BASELINES, :]  # (R, 4, n)
-    mean, low, high, p = t_limits(differences)
+    mean, low, high, _ = got["difference"]
     true_difference = truth[-1] - truth[0]
     difference_cover = (low <= true_difference) & (true_difference <= high)
-    p = holm(p)
-    better = (p < 1 - CONFIDENCE) & (mean < 0)
-    worse = (p < 1 - CONFIDENCE) & (mean > 0)
-    kimg = t * TOTAL_KIMG
-    candidate = np.broadcast_to(values[:, -1:, :, :], values[:, :BASELINES].shape)
-    log_ratio, censored = pair_log_ratios((kimg, values[:, :BASELINES]), (kimg, candidate), False, "log")
-    estimate, low, high, p = censored_normal(log_ratio, censored)
+    significant = got["difference_p"] < 1 - CONFIDENCE
+    better, worse = significant & (mean < 0), significant & (mean > 0)
+    estimate, low, high = got["ratio"]
     true_ratio = math.log(cell.speedup)
     ratio_cover = (low <= true_ratio) & (true_ratio <= high)
-    p = holm(p)
-    sooner = (p < 1 - CONFIDENCE) & (low > 0)
-    longer = (p < 1 - CONFIDENCE) & (high < 0)
+    significant = got["ratio_p"] < 1 - CONFIDENCE
+    sooner, longer = significant & (low > 0), significant & (high < 0)
     stated = (~np.isnan(low) & ~np.isnan(high)).all(-1)
     faster = cell.speedup > 1
     return {
@@ -168,7 +189,7 @@ def simulate(cell: Cell, replications: int, rng: np.random.Generator) -> dict[st
         "false sooner": 0.0 if faster else float(sooner.any(-1).mean()),
         "false longer": float(longer.any(-1).mean()),
         "speed-up stated": float(stated.mean()),
-        "censored pairs": float((censored != 0).mean()),
+        "censored pairs": float((got["censored"] != 0).mean()),
         "median speed-up": float(np.exp(np.nanmedian(estimate))),
     }
 

@@ -415,3 +415,26 @@ def test_bench_statistics_runs_through_the_table_functions_and_reports_every_cel
     assert set(bias["grid"]) == {"3", "dense"} and len(plans) == 8
     dense = bias[(bias["grid"] == "dense") & bias["value axis"].str.startswith("log")]
     assert dense.filter(like="bias").abs().to_numpy().max() < 0.02
+
+
+def test_one_simulated_study_gets_the_same_numbers_from_the_bench_and_from_its_records(tmp_path: Path):
+    """The bench's vectorised path and ``comparison_intervals`` on the same values written as run records
+    (4 baselines, InfoNoise as the candidate, 5 seeds on the dense grid, no declared target: Holm)."""
+    from suite.bench_statistics import BASELINES, Cell, simulate_values, study_statistics
+
+    kimg, values = simulate_values(Cell("lognormal", 5, "dense", 1.5), 1, np.random.default_rng(7))
+    labels = ["logu", "cos", "fm", "edm", "infonoise"]
+    for j, label in enumerate(labels):
+        for seed in range(5):
+            write_run(tmp_path, "bfashion", label, seed, list(zip(kimg, values[0, j, seed], strict=True)))
+    bench = study_statistics(kimg, values)
+    lines = comparison_intervals(load_records(tmp_path))
+    info = lines[lines["sampler"] == "infonoise"].set_index("target_sampler").loc[labels[:BASELINES]]
+    assert info["difference_p"].to_numpy() == pytest.approx(bench["difference_p"][0], rel=1e-9)
+    assert info["difference_sd"].to_numpy() == pytest.approx(bench["difference"][3][0], rel=1e-9)
+    assert info["ratio_p"].to_numpy() == pytest.approx(bench["ratio_p"][0], rel=1e-9)
+    for k, key in enumerate(("estimate", "low", "high")):
+        ours = [getattr(ratio, key) for ratio in info["ratio"]]
+        assert ours == pytest.approx(np.exp(bench["ratio"][k][0]), rel=1e-9)
+    finals = lines.drop_duplicates("sampler").set_index("sampler").loc[labels, "final"]
+    assert [f.estimate for f in finals] == pytest.approx(np.exp(bench["final"][0][0]), rel=1e-12)

@@ -296,7 +296,7 @@ def test_nan_and_inf_cells_print_as_such_and_are_never_best(tmp_path: Path):
 def test_non_finite_values_never_set_the_target_nor_cross_it(tmp_path: Path):
     """fid ↓ at kimg 10, 20, 40. EDM (30, 20, 10) sets the target 10: LogU ends at −inf and FM at NaN.
     InfoNoise (20, NaN, 5) first reaches it at kimg 40 (no interpolation from a NaN), Laplace (inf, 12, 8),
-    not a paper baseline, at 20 + (10 − 12)·20/(8 − 12) = 30; LogU never does."""
+    not a paper baseline, between 20 and 40 in ln kimg × ln FID; LogU never does."""
     kimg = [10.0, 20.0, 40.0]
     for label, curve in (
         ("edm", [30.0, 20.0, 10.0]),
@@ -309,7 +309,7 @@ def test_non_finite_values_never_set_the_target_nor_cross_it(tmp_path: Path):
     result = time_to_target(load_records(tmp_path)).set_index("sampler")
     assert (result["target_sampler"] == "edm").all() and (result["target"] == 10.0).all()
     assert result.loc["infonoise", "kimg_to_target"] == 40.0
-    assert result.loc["laplace", "kimg_to_target"] == pytest.approx(30.0)
+    assert result.loc["laplace", "kimg_to_target"] == pytest.approx(cross(20, 40, 12, 8, 10))
     assert result.loc["logu", "result"] == "not reached" and result.loc["fm", "result"] == "not reached"
     table = time_to_target_table(load_records(tmp_path))
     assert cell_value(table, "cifar10", "target (logu, cos, fm, edm)") == "edm: 10.00"
@@ -628,8 +628,9 @@ def test_rescored_rows_are_labelled_rows_of_their_own_and_leave_the_own_rows_unc
     assert stats.loc[(infogrid, "infonoise"), "nfe"] == "29"
     assert stats.loc[("cifar10 (re-scored: Karras, 8 steps)", "edm"), "mean"] == pytest.approx(30.0)
     main_row = time_to_target(records).query("row == 'cifar10'").set_index("sampler")
-    assert main_row.loc["infonoise", "kimg_to_target"] == pytest.approx(30.0)
-    assert main_row.loc["infonoise", "speedup"] == pytest.approx(40.0 / 30.0)
+    info = cross(20, 40, 14, 6, 10)
+    assert main_row.loc["infonoise", "kimg_to_target"] == pytest.approx(info)
+    assert main_row.loc["infonoise", "speedup"] == pytest.approx(40.0 / info)
     table = time_to_target_table(records)
     # The InfoGrid row has no fixed sampler to set a target; EDM alone on Karras at 8 steps is its own target.
     assert infogrid not in set(table["task"])
