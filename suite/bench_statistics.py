@@ -40,6 +40,7 @@ the upper-bound plans' mean power ≥ 0.8.
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import math
 import sys
@@ -74,22 +75,24 @@ SPEEDUPS = (1.0, 1.5)
 REPLICATIONS = 1000
 COVERAGE, RATIO_COVERAGE_AT_SPEEDUP, FALSE_RATE, STATEMENT = 0.93, 0.90, 0.035, 0.95
 TOTAL_KIMG = 1000.0
-PAPER_BUDGET = Path(__file__).resolve().parent / "conf" / "budget" / "paper.yaml"
+BUDGETS = Path(__file__).resolve().parent / "conf" / "budget"
 TRUTH_DRAWS = 400_000
 
 
-def dense_grid() -> np.ndarray:
-    """The ``paper`` budget's evaluation points as fractions of its run."""
-    budget = yaml.safe_load(PAPER_BUDGET.read_text())
+def budget_grid(name: str) -> np.ndarray:
+    """A budget config's evaluation points as fractions of its run."""
+    budget = yaml.safe_load((BUDGETS / f"{name}.yaml").read_text())
     total = int(round(float(budget["kimg"]) * 1000))
-    points = evaluation_points(
-        total, int(budget["batch"]), int(budget["eval_points"]), budget["eval_spacing"]
-    )
+    spacing = budget.get("eval_spacing", "linear")
+    points = evaluation_points(total, int(budget["batch"]), int(budget["eval_points"]), spacing)
     return np.asarray(points, dtype=float) / total
 
 
 def grid_of(name: str) -> np.ndarray:
-    return np.array([1 / 3, 2 / 3, 1.0]) if name == "3" else dense_grid()
+    """ "3": evenly spaced thirds; "dense": the ``paper`` budget's grid; else that budget's grid."""
+    if name == "3":
+        return np.array([1 / 3, 2 / 3, 1.0])
+    return budget_grid("paper" if name == "dense" else name)
 
 
 def curves(
@@ -110,6 +113,7 @@ def curves(
     return values * np.exp(EVALUATION * evaluation)
 
 
+@functools.cache
 def true_log_final(speedup: float, noise: str) -> float:
     """E[ln FID_final] of a sampler of speed-up c under the model (400 000 draws, fixed seed)."""
     rng = np.random.default_rng(12345)
@@ -210,9 +214,10 @@ def verdict(cell: Cell, rates: dict[str, float]) -> list[str]:
 
 
 def interpolation_bias(speedups: tuple[float, ...] = (1.25, 1.5, 2.0, 3.0)) -> pd.DataFrame:
-    """Noise-free ratio estimate / true ratio − 1 of one pair, per grid, value axis and true speed-up."""
+    """Noise-free ratio estimate / true ratio − 1 of one pair, per grid (the cells' two and the ``short``
+    budget's), value axis and true speed-up."""
     lines = []
-    for grid in GRIDS:
+    for grid in (*GRIDS, "short"):
         t = grid_of(grid)
         kimg = t * TOTAL_KIMG
         zero = np.zeros(1)

@@ -10,7 +10,7 @@ comparison row of ``suite.table`` (task × budget × comparison hash × metric �
 Target (``target_method``). A study file may declare ``target: <sampler label>`` (``suite.study``): that
 sampler is the target of every row it finished in, whatever its final value ("declared"). Without a
 declaration, picking the best of the baselines on the very seeds it is compared on favours it (winner's
-curse: an equally good candidate is called "worse" in 5.5–7.9% of studies at a nominal 2.5%), so every
+curse: an equally good candidate is called "worse" more often than the nominal rate), so every
 sampler is compared with *each* baseline of ``targets`` that finished ("holm"), one line per pair of
 samplers, and its verdicts use Holm's step-down adjusted p-values over those m baselines (Holm 1979;
 ``statsmodels.stats.multitest.multipletests(method="holm")`` is the reference ``holm`` is tested against),
@@ -26,8 +26,7 @@ on g = logit, the rest on g = identity; every number is reported back in the met
   with its two-sided p-value, is reported as the difference at the target's centre ū_T (mean of its g over
   the pairs): g⁻¹(ū_T + m) − g⁻¹(ū_T) [g⁻¹(ū_T + lo) − g⁻¹(ū_T), g⁻¹(ū_T + hi) − g⁻¹(ū_T)]. On ln that is
   the ratio of geometric means e^m (paired differences of logs) times the target's geometric mean, minus
-  it. On lognormal seeds (σ = 0.5, skewness 1.75) the t interval of a mean of raw FIDs covers 0.92; on the
-  logs it is exact.
+  it. On lognormal seeds the t interval on the logs is exact, where one on raw FIDs is not.
 * Time-to-target ratio of pair k, r_k = k*(T_k, q_k)/k*(S_k, q_k) (``suite.table.pair_log_ratios``; q_k
   the target's seed-k final value). A sampler that never reaches q_k within its run is right-censored at
   its last evaluation L_k, so ln r_k ≤ ln k*(T_k) − ln L_k is left-censored, never dropped. ln r_k ~ N(μ,
@@ -55,8 +54,8 @@ Seeds a difference needs (``seeds_needed``, ``suite plan-seeds``): the standard 
 difference D the user states (never the one just measured: that is post hoc power) on the metric's scale,
 from an upper confidence bound of the pilot's standard deviation, s·√((n−1)/χ²_{1−γ, n−1}) with γ = 0.8
 (Browne 1995, "On the use of a pilot sample for sample size determination", Stat. Med. 14: 1933–1940):
-planning from s itself delivers a mean power of 0.65 for a nominal 0.8 from a 3-pair pilot; from the 80%
-upper bound the mean power is ≥ 0.8 (``suite bench statistics``, seed-plan table in docs/statistics.md).
+planning from s itself falls short of the nominal power on average; from the 80% upper bound the mean
+power is ≥ 0.8 (``suite bench statistics``, seed-plan table in docs/statistics.md).
 The smallest n whose power P(|T| > t_{1−α/2, n−1}), T ~ noncentral t(n − 1, D·√n/s), reaches 1 − β is
 R's ``power.t.test(type = "paired", strict = TRUE)`` rounded up (D = s: 10 seeds at power 0.8).
 
@@ -656,13 +655,11 @@ def statistics_caption(declared: str | None = None, scales: Sequence[str] = ()) 
             "favoured by its luck)"
         )
     used = [scale for scale in ("log", "logit", "linear") if scale in set(scales)] or ["log"]
-    on = "; ".join(
-        f"{'FID-type' if s == 'log' else 'MAUVE-type' if s == 'logit' else 'other'} metrics {SCALE_WORDS[s]}"
-        for s in used
-    )
+    kinds = {"log": "FID-type", "logit": "MAUVE-type", "linear": "other"}
+    on = "; ".join(f"for {kinds[scale]} metrics {SCALE_WORDS[scale]}" for scale in used)
     return (
-        f"How sure each comparison is ({method}). Intervals are 95% t intervals over seeds, computed {on}, "
-        "and reported back in the metric's units: final quality (none with one seed); the paired difference "
+        f"How sure each comparison is ({method}). Intervals are 95% t intervals over seeds, computed {on}; "
+        "all reported back in the metric's units: final quality (none with one seed); the paired difference "
         "sampler − target over the seeds both ran (seed k of both starts from the same weights and data "
         "order); the time-to-target ratio k_target/k_sampler over the same pairs, a pair whose sampler never "
         "reached being censored at its last evaluation (censored-normal likelihood on log ratios, "

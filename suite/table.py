@@ -47,8 +47,9 @@ the metric's scale (``MetricSpec.scale``: ln for FID-type values, logit for MAUV
 with i the first point whose v_i is finite and at least as good as q* (k* = k_0 when the first evaluation
 already reaches q*, k* = k_i when v_{i−1} is NaN or ±inf, linear in kimg when k_{i−1} = 0), and "not
 reached" when no point does. A power law v = a·k^(−b) is a straight line there, so its crossing is exact;
-on the suite's curve model 2 + 8·(K/k)^0.7 the ratio's bias with the budgets' log-spaced grids is below 2%
-(linear interpolation on 3 evenly spaced points: −5%; docs/statistics.md, ``suite bench statistics``). NaN and
+on the suite's curve model 2 + 8·(K/k)^0.7 the ratio's bias without noise is at most 0.3% on the paper
+budget's log-spaced grid and up to 2.2% on 3 evenly spaced points (docs/statistics.md, ``suite bench
+statistics``). NaN and
 ±inf values are shown as such and never ranked: they are never best, never a target, never a crossing, and
 a seed mean with one of them is one too. A sampler with runs whose records are incomplete
 (``suite.results``) has its cells marked "records incomplete", and ``suite table`` lists each such run and

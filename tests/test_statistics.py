@@ -412,8 +412,8 @@ def test_bench_statistics_runs_through_the_table_functions_and_reports_every_cel
 
     cells, bias, plans, _ = run(replications=20, seed=1, pilots=20)
     assert len(cells) == 24 and cells["result"].str.match("PASS|FAIL").all()
-    assert set(bias["grid"]) == {"3", "dense"} and len(plans) == 8
-    dense = bias[(bias["grid"] == "dense") & bias["value axis"].str.startswith("log")]
+    assert set(bias["grid"]) == {"3", "dense", "short"} and len(plans) == 8
+    dense = bias[(bias["grid"] != "3") & bias["value axis"].str.startswith("log")]
     assert dense.filter(like="bias").abs().to_numpy().max() < 0.02
 
 
