@@ -37,7 +37,8 @@ class MetricSpec:
     ``scale`` is the scale its comparisons are computed on (``suite.statistics``): ``log`` for positive,
     right-skewed values (FID, Sei-FID, Fréchet distances, SP-MSE: geometric means and ratios of them),
     ``logit`` for values bounded in (0, 1) (MAUVE), ``linear`` for the rest; the number is reported back in
-    its own units either way.
+    its own units either way. A spec that leaves it None is compared on the scale ``suite.table.scale_of``
+    gives its name (MAUVE: logit; otherwise linear).
     """
 
     name: str
@@ -46,10 +47,10 @@ class MetricSpec:
     published: str | None = None
     substitutes: str | None = None
     best_of_ranges: bool = False
-    scale: str = "linear"
+    scale: str | None = None
 
     def __post_init__(self) -> None:
-        if self.scale not in SCALES:
+        if self.scale is not None and self.scale not in SCALES:
             raise ValueError(f"metric {self.name!r}: scale={self.scale!r}; valid: {', '.join(SCALES)}")
 
 
