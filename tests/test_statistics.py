@@ -438,3 +438,15 @@ def test_one_simulated_study_gets_the_same_numbers_from_the_bench_and_from_its_r
         assert ours == pytest.approx(np.exp(bench["ratio"][k][0]), rel=1e-9)
     finals = lines.drop_duplicates("sampler").set_index("sampler").loc[labels, "final"]
     assert [f.estimate for f in finals] == pytest.approx(np.exp(bench["final"][0][0]), rel=1e-12)
+
+
+def test_a_log_spaced_grid_covers_the_last_two_decades_at_a_constant_ratio():
+    from suite.schedule import evaluation_points
+
+    points = np.array(evaluation_points(200_000_000, 512, 20, "log"), dtype=float)
+    steps = points / 512
+    assert len(points) == 20 and points[-1] == 512 * math.ceil(200_000_000 / 512)
+    assert steps[0] == math.ceil(steps[-1] / 100)
+    assert np.diff(np.log(steps)) == pytest.approx(math.log(100) / 19, rel=1e-3)
+    with pytest.raises(ValueError, match="eval_spacing='cubic': valid: linear, log"):
+        evaluation_points(1000, 10, 5, "cubic")
