@@ -328,14 +328,14 @@ def build_parser() -> argparse.ArgumentParser:
     table.set_defaults(func=_lazy("suite.table_command", "main"))
 
     plan = sub.add_parser(
-        "plan-seeds", help="seeds a difference to the target needs, from the measured paired spread"
+        "plan-seeds", help="seeds a stated difference to the target needs, from an upper bound of the spread"
     )
     plan.add_argument("--results", default="results", help="results folder")
     plan.add_argument(
         "--difference",
         type=float,
-        default=None,
-        help="difference to detect, in the metric's units (default: each sampler's measured one)",
+        required=True,
+        help="difference to detect, in the metric's units, stated before looking (never the measured one)",
     )
     plan.add_argument(
         "--power", type=probability, default=0.8, help="power of the paired t test, in (0, 1) (default 0.8)"
@@ -432,6 +432,15 @@ def build_parser() -> argparse.ArgumentParser:
         kind.add_argument("--out", default=None, help="also write the figures as JSON to this file")
         kind.add_argument("overrides", nargs="*", help="key=value config overrides")
         kind.set_defaults(func=_lazy("suite.bench", "main"))
+    statistics = kinds.add_parser(
+        "statistics", help="simulated studies through the table's statistics: coverage and false verdicts"
+    )
+    statistics.add_argument(
+        "--replications", type=positive_int, default=1000, help="studies per cell (default 1000: ±1%% s.e.)"
+    )
+    statistics.add_argument("--pilots", type=positive_int, default=1000, help="pilot studies per seed plan")
+    statistics.add_argument("--seed", type=int, default=0, help="seed of the simulation")
+    statistics.set_defaults(func=_lazy("suite.bench_statistics", "main"))
     _use_formatter(parser)
     return parser
 

@@ -76,8 +76,8 @@ OWN_FOLDERS = ("checkpoints", "snapshots", "samples", "tensorboard", "wandb")
 
 
 EVALUATION_COLUMNS = (
-    "schema_version", "task", "modality", "budget", "sampler", "seed", "nimg", "kimg",
-    "metric", "metric_label", "paper_metric", "substitute_metric", "higher_is_better", "value", "extra",
+    "schema_version", "task", "modality", "budget", "sampler", "seed", "nimg", "kimg", "metric",
+    "metric_label", "paper_metric", "substitute_metric", "higher_is_better", "scale", "value", "extra",
     "stand_in_data", "data", "data_fingerprint", "solver", "grid", "steps", "nfe", "n_samples", "n_reference",
     "reference_split", "guidance", "importance_weighting", "comparison_hash", "config_hash", "eval_seconds",
     "wall_time",
@@ -97,6 +97,7 @@ def evaluation_row(*, nimg: int, spec: MetricSpec, result: dict[str, float], **f
         "paper_metric": spec.published is not None,
         "substitute_metric": spec.substitutes is not None,
         "higher_is_better": spec.higher_is_better,
+        "scale": spec.scale,
         "value": float(result["value"]),
         "extra": extra,
         **fields,

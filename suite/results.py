@@ -127,7 +127,8 @@ class RunRecord:
             reasons.append("no evaluation rows")
         if all(key in budget for key in ("kimg", "batch", "eval_points")):
             total = int(round(float(budget["kimg"]) * 1000))
-            points = evaluation_points(total, int(budget["batch"]), int(budget["eval_points"]))
+            spacing = str(budget.get("eval_spacing", "linear"))
+            points = evaluation_points(total, int(budget["batch"]), int(budget["eval_points"]), spacing)
             for metric in sorted({str(row.get("metric")) for row in rows}):
                 seen = {row.get("nimg") for row in rows if str(row.get("metric")) == metric}
                 missing = [p for p in points if p not in seen]

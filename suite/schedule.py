@@ -61,7 +61,21 @@ def ema_beta(batch: int, nimg: int, halflife_kimg: float, rampup_ratio: float | 
     return 0.5 ** (batch / max(halflife, 1e-8))
 
 
-def evaluation_points(total_nimg: int, batch: int, points: int) -> list[int]:
-    """Processed-example counts (multiples of the batch) at which to evaluate; the last is the end."""
+EVAL_SPACINGS = ("linear", "log")
+LOG_SPAN = 100.0  # a log-spaced grid covers the last two decades of the run: from steps/100 to the end
+
+
+def evaluation_points(total_nimg: int, batch: int, points: int, spacing: str = "linear") -> list[int]:
+    """Processed-example counts (multiples of the batch) at which to evaluate; the last is the end.
+
+    ``linear``: ``points`` evaluations evenly spaced, at steps ⌈S·k/P⌉, k = 1…P. ``log``: geometrically
+    spaced over the last two decades, at steps ⌈S·100^((k−P)/(P−1))⌉, so that a crossing of a power-law
+    curve anywhere from 1/100 of the run to its end falls between two points a constant ratio apart
+    (100^(1/19) = 1.27 with 20 points); duplicates at small S merge."""
+    if spacing not in EVAL_SPACINGS:
+        raise ValueError(f"eval_spacing={spacing!r}: valid: {', '.join(EVAL_SPACINGS)}")
     steps = math.ceil(total_nimg / batch)
+    if spacing == "log" and points > 1:
+        at = (math.ceil(steps * LOG_SPAN ** ((k - points) / (points - 1))) for k in range(1, points + 1))
+        return sorted({max(1, min(step, steps)) * batch for step in at})
     return sorted({math.ceil(steps * k / points) * batch for k in range(1, points + 1)})

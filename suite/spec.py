@@ -18,6 +18,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from suite.config import comparison_hash, config_hash, sampler_label, sampler_params
+from suite.schedule import EVAL_SPACINGS
 
 PRECISIONS = ("fp32", "bf16")
 FINAL_EVALS = ("budget", "per_reference")
@@ -71,6 +72,7 @@ class BudgetSpec:
     checkpoint_kimg: float
     eval_points: int
     eval: EvalSpec
+    eval_spacing: str = "linear"
 
     def compiles(self, device_type: str) -> bool:
         """Whether the training step is compiled on a device of this type (``auto``: on CUDA only)."""
@@ -234,6 +236,7 @@ def _budget(node: DictConfig) -> tuple[BudgetSpec, list[str]]:
         checkpoint_kimg=r.number("checkpoint_kimg", at_least=0.001),
         eval_points=r.integer("eval_points"),
         eval=ev,
+        eval_spacing=r.choice("eval_spacing", EVAL_SPACINGS, absent="linear"),
     )
     return spec, r.problems
 

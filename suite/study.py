@@ -10,6 +10,7 @@ A study file (``studies/*.yaml``) is a mapping of these keys::
     tasks: [bfashion]              # required: a list of tasks, or a mapping task -> list of its own overrides
     samplers: all                  # required: all, or a list of sampler names
     overrides: [budget.kimg=256]   # optional: key=value overrides of every run (a,b,c sweeps a value)
+    target: edm                    # optional: the sampler every other is compared with, fixed in advance
 
 The grid is tasks × samplers × seeds (× sweeps) at the budget. Each task's runs are planned by
 ``suite.runner.plan_runs`` with the study's overrides followed by the task's own, exactly as the command line
@@ -27,7 +28,10 @@ them. Everything that changes a run's numbers belongs in the study file.
 and in total (``suite.cost.planned_cost`` of one run per comparison, times its runs), and with ``--launcher
 slurm`` the job arrays (``suite.slurm``).
 ``suite table --study FILE`` keeps only the records of the grid's run folders and lists the grid's runs that
-have no finished record as missing.
+have no finished record as missing. A ``target:`` (one of the study's samplers) is declared before the runs:
+the time-to-target table and the statistics compare every sampler with it, whatever its final value; a
+study without one has each sampler compared with every baseline, Holm-adjusted (``suite.statistics``), and
+the caption says which.
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ from suite.runner import (
 )
 from suite.seeds import describe_seeds, parse_seeds
 
-STUDY_KEYS = ("name", "description", "budget", "seeds", "tasks", "samplers", "overrides")
+STUDY_KEYS = ("name", "description", "budget", "seeds", "tasks", "samplers", "overrides", "target")
 REQUIRED_KEYS = ("name", "budget", "seeds", "tasks", "samplers")
 STUDY_COMMAND_LINE_KEYS = ("device", "task.root", "task.download")
 RUN_FLAGS = (("--task", "task"), ("--sampler", "sampler"), ("--budget", "budget"), ("--seeds", "seeds"))
@@ -76,6 +80,7 @@ class Study:
     tasks: dict[str, tuple[str, ...]]
     samplers: tuple[str, ...]
     overrides: tuple[str, ...] = ()
+    target: str | None = None
 
     @property
     def seed_range(self) -> str:
@@ -142,6 +147,17 @@ def _tasks(path: Path, value: Any) -> dict[str, tuple[str, ...]]:
     return tasks
 
 
+def _target(path: Path, value: Any, samplers: tuple[str, ...]) -> str | None:
+    """The declared target: one of the study's samplers (None: not declared)."""
+    if value is None:
+        return None
+    if value not in samplers:
+        raise ValueError(
+            f"{path}: target: {value!r} is not one of the study's samplers: {', '.join(samplers)}"
+        )
+    return str(value)
+
+
 def load_study(path: str | Path) -> Study:
     """Read and check a study file (format in the module docstring); errors name the file and the key."""
     path = Path(path)
@@ -171,6 +187,7 @@ def load_study(path: str | Path) -> Study:
         raise ValueError(
             f"{path}: budget: unknown budget {raw['budget']!r}; valid budgets: {', '.join(budgets)}"
         )
+    samplers = _samplers(path, raw["samplers"])
     return Study(
         path=path,
         name=raw["name"],
@@ -178,8 +195,9 @@ def load_study(path: str | Path) -> Study:
         budget=raw["budget"],
         seeds=_seeds(path, raw["seeds"]),
         tasks=_tasks(path, raw["tasks"]),
-        samplers=_samplers(path, raw["samplers"]),
+        samplers=samplers,
         overrides=_overrides(path, "overrides", raw.get("overrides")),
+        target=_target(path, raw.get("target"), samplers),
     )
 
 

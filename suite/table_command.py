@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from suite.results import RunRecord
-from suite.statistics import STATISTICS_CAPTION, statistics_table
+from suite.statistics import statistics_caption, statistics_table
 from suite.table import (
     NO_TARGET,
     comparison_caption,
@@ -39,9 +39,11 @@ def main(args: argparse.Namespace) -> int:
     """
     df = load_records(args.results)
     fmt = getattr(args, "format", "md")
+    declared = None
     if getattr(args, "study", None):
-        from suite.study import restrict_to_study
+        from suite.study import load_study, restrict_to_study
 
+        declared = load_study(args.study).target
         if fmt in LONG_FORMATS:  # the study's header and missing runs go to stderr, the table alone to stdout
             with contextlib.redirect_stdout(sys.stderr):
                 df = restrict_to_study(df, args.study, args.results, getattr(args, "budget", None), "csv")
@@ -59,8 +61,11 @@ def main(args: argparse.Namespace) -> int:
     targets = parse_targets(getattr(args, "target_samplers", None))
     caption = comparison_caption(df, budget) + floor_caption(df, budget)
     print(render(comparison_table(df, budget, load_published(args.results)), fmt, caption))
-    print(render(time_to_target_table(df, budget, targets), fmt, target_caption(targets), NO_TARGET))
-    print(render(statistics_table(df, budget, targets), fmt, STATISTICS_CAPTION))
+    caption = target_caption(targets, declared)
+    print(render(time_to_target_table(df, budget, targets, declared), fmt, caption, NO_TARGET))
+    statistics = statistics_table(df, budget, targets, declared)
+    scales = statistics["scale"].tolist() if not statistics.empty else []
+    print(render(statistics, fmt, statistics_caption(declared, scales)))
     print(incomplete_note(df, fmt), end="")
     print(budget_notes(df, budget, fmt), end="")
     return 0

@@ -83,7 +83,9 @@ class Trainer:
         if self.batch % self.ctx.world_size:
             raise ValueError(f"budget.batch={self.batch} is not divisible by the {self.ctx.world_size} ranks")
         self.total_nimg = self.budget.total_nimg
-        self.eval_at = evaluation_points(self.total_nimg, self.batch, self.budget.eval_points)
+        self.eval_at = evaluation_points(
+            self.total_nimg, self.batch, self.budget.eval_points, self.budget.eval_spacing
+        )
         self._rebuilds_logged = 0
         self._loss_sum = torch.zeros((), device=self.ctx.device)
         self.watchers: Watchers | None = None  # the main rank's live loggers, opened by run()

@@ -279,3 +279,33 @@ def test_a_study_packed_two_per_device_gives_the_records_of_the_study_run_one_at
         }
     assert len(found["one"]) == 2
     assert found["packed"] == found["one"]
+
+
+def test_a_declared_target_is_used_by_the_table_and_without_one_the_caption_names_holm(tmp_path, capsys):
+    """The committed CPU smoke study (results/cpu-smoke-study) read with its study file plus ``target: edm``:
+    the time-to-target table and the statistics compare with EDM as declared; the file as committed has no
+    target, and the statistics caption says every baseline is compared, Holm-adjusted."""
+    committed = REPO / "studies" / "cpu-smoke-bfashion.yaml"
+    results = REPO / "results" / "cpu-smoke-study"
+    declared = tmp_path / "declared.yaml"
+    declared.write_text(committed.read_text() + "target: edm\n")
+    assert load_study(declared).target == "edm" and load_study(committed).target is None
+
+    assert main(["table", "--results", str(results), "--study", str(declared)]) == 0
+    out = capsys.readouterr().out
+    assert "Target (declared): edm's final seed-mean quality, fixed in the study file" in out
+    assert "target edm, declared in the study file before the runs" in out
+    assert "| target (declared) |" in out
+    statistics = out[out.index("### How sure each comparison is") :]
+    assert "| declared |" in statistics and "| holm over" not in statistics
+
+    assert main(["table", "--results", str(results), "--study", str(committed)]) == 0
+    out = capsys.readouterr().out
+    assert "no target declared: every sampler is compared with each finished baseline" in out
+    assert "Holm-adjusted" in out and "| holm over 4 |" in out
+
+
+def test_a_target_outside_the_studys_samplers_is_refused_naming_them(tmp_path):
+    path = study_file(tmp_path, samplers=["edm", "logu"], target="fm")
+    with pytest.raises(ValueError, match=r"target: 'fm' is not one of the study's samplers: edm, logu"):
+        load_study(path)

@@ -237,12 +237,32 @@ def test_comparison_hashes_are_never_averaged(tmp_path: Path):
     assert cell_value(table, "fashion (gpu)", "edm") == "**9.00** (paper 1.78)"
 
 
-def test_first_crossing_interpolates():
+def cross(k0: float, k1: float, v0: float, v1: float, target: float, scale: str = "log") -> float:
+    """The crossing of ``target`` between (k0, v0) and (k1, v1), interpolated in ln kimg × g(value)."""
+    g = {"log": math.log, "linear": float, "logit": lambda x: math.log(x / (1 - x))}[scale]
+    return math.exp(math.log(k0) + (g(target) - g(v0)) / (g(v1) - g(v0)) * math.log(k1 / k0))
+
+
+def test_first_crossing_interpolates_in_log_kimg_and_the_metrics_scale():
     kimg = np.array([10.0, 20.0, 40.0])
-    assert first_crossing(kimg, np.array([25.0, 14.0, 6.0]), 10.0, False) == pytest.approx(30.0)
-    assert first_crossing(kimg, np.array([0.1, 0.5, 0.9]), 0.7, True) == pytest.approx(30.0)
+    assert first_crossing(kimg, np.array([25.0, 14.0, 6.0]), 10.0, False) == pytest.approx(20 * math.sqrt(2))
+    assert first_crossing(kimg, np.array([25.0, 14.0, 6.0]), 10.0, False, "log") == pytest.approx(
+        cross(20, 40, 14, 6, 10)
+    )
+    assert first_crossing(kimg, np.array([0.1, 0.5, 0.9]), 0.7, True) == pytest.approx(20 * math.sqrt(2))
     assert first_crossing(kimg, np.array([5.0, 4.0, 3.0]), 8.0, False) == 10.0
     assert math.isnan(first_crossing(kimg, np.array([30.0, 20.0, 15.0]), 10.0, False))
+
+
+def test_a_power_law_crosses_exactly_between_sparse_evaluations():
+    """v = 100·k^−0.7 at kimg 10, 100, 1000 reaches 5 at k = 20^(1/0.7) exactly, where linear
+    interpolation in kimg and value is off by 13%."""
+    kimg = np.array([10.0, 100.0, 1000.0])
+    values = 100.0 * kimg**-0.7
+    exact = 20.0 ** (1 / 0.7)
+    assert first_crossing(kimg, values, 5.0, False, "log") == pytest.approx(exact, rel=1e-12)
+    linear = 100 + (5.0 - values[1]) * 900 / (values[2] - values[1])
+    assert abs(linear / exact - 1) > 0.1
 
 
 def test_nan_and_inf_cells_print_as_such_and_are_never_best(tmp_path: Path):
@@ -276,7 +296,7 @@ def test_nan_and_inf_cells_print_as_such_and_are_never_best(tmp_path: Path):
 def test_non_finite_values_never_set_the_target_nor_cross_it(tmp_path: Path):
     """fid ↓ at kimg 10, 20, 40. EDM (30, 20, 10) sets the target 10: LogU ends at −inf and FM at NaN.
     InfoNoise (20, NaN, 5) first reaches it at kimg 40 (no interpolation from a NaN), Laplace (inf, 12, 8),
-    not a paper baseline, at 20 + (10 − 12)·20/(8 − 12) = 30; LogU never does."""
+    not a paper baseline, between 20 and 40 in ln kimg × ln FID; LogU never does."""
     kimg = [10.0, 20.0, 40.0]
     for label, curve in (
         ("edm", [30.0, 20.0, 10.0]),
@@ -289,7 +309,7 @@ def test_non_finite_values_never_set_the_target_nor_cross_it(tmp_path: Path):
     result = time_to_target(load_records(tmp_path)).set_index("sampler")
     assert (result["target_sampler"] == "edm").all() and (result["target"] == 10.0).all()
     assert result.loc["infonoise", "kimg_to_target"] == 40.0
-    assert result.loc["laplace", "kimg_to_target"] == pytest.approx(30.0)
+    assert result.loc["laplace", "kimg_to_target"] == pytest.approx(cross(20, 40, 12, 8, 10))
     assert result.loc["logu", "result"] == "not reached" and result.loc["fm", "result"] == "not reached"
     table = time_to_target_table(load_records(tmp_path))
     assert cell_value(table, "cifar10", "target (logu, cos, fm, edm)") == "edm: 10.00"
@@ -354,9 +374,10 @@ def test_time_to_target_known_crossing(crossing: Path):
     assert (result["target_sampler"] == "edm").all()
     assert (result["target"] == 10.0).all()
     assert result.loc["edm", "kimg_to_target"] == pytest.approx(40.0)
-    assert result.loc["infonoise", "kimg_to_target"] == pytest.approx(30.0)
-    assert result.loc["infonoise", "speedup"] == pytest.approx(40.0 / 30.0)
-    assert result.loc["kg", "kimg_to_target"] == pytest.approx(10.0 + (10.0 - 20.0) * 10.0 / (8.0 - 20.0))
+    info = cross(20, 40, 14, 6, 10)  # FID: interpolated in ln kimg × ln FID
+    assert result.loc["infonoise", "kimg_to_target"] == pytest.approx(info)
+    assert result.loc["infonoise", "speedup"] == pytest.approx(40.0 / info)
+    assert result.loc["kg", "kimg_to_target"] == pytest.approx(cross(10, 20, 20, 8, 10))
     assert not result.loc["logu", "reached"]
     assert result.loc["logu", "result"] == "not reached"
     assert math.isnan(result.loc["logu", "kimg_to_target"])
@@ -365,8 +386,8 @@ def test_time_to_target_known_crossing(crossing: Path):
     assert cell_value(table, "cifar10", "target (logu, cos, fm, edm)") == "edm: 10.00"
     assert cell_value(table, "cifar10", "target (all fixed)") == "edm: 10.00"
     assert cell_value(table, "cifar10", "logu") == "not reached"
-    assert cell_value(table, "cifar10", "infonoise") == "30.00"
-    assert cell_value(table, "cifar10", "InfoNoise speed-up") == "1.33×"
+    assert cell_value(table, "cifar10", "infonoise") == f"{info:.2f}"
+    assert cell_value(table, "cifar10", "InfoNoise speed-up") == f"{40 / info:.2f}×"
 
 
 def test_speedup_when_infonoise_never_reaches(tmp_path: Path):
@@ -397,22 +418,23 @@ def test_target_comes_from_the_paper_baselines_even_when_another_fixed_sampler_i
     records = load_records(better_outsider)
     paper = time_to_target(records).set_index("sampler")
     assert (paper["target_sampler"] == "edm").all() and (paper["target"] == 10.0).all()
-    assert paper.loc["infonoise", "kimg_to_target"] == pytest.approx(20.0 + 3.0 * 20.0 / 8.0)
-    assert paper.loc["infonoise", "speedup"] == pytest.approx(40.0 / 27.5)
+    to_edm, to_laplace = cross(20, 40, 13, 5, 10), cross(20, 40, 13, 5, 8)
+    assert paper.loc["infonoise", "kimg_to_target"] == pytest.approx(to_edm)
+    assert paper.loc["infonoise", "speedup"] == pytest.approx(40.0 / to_edm)
     every = time_to_target(records, targets=None).set_index("sampler")
     assert (every["target_sampler"] == "laplace").all() and (every["target"] == 8.0).all()
-    assert every.loc["infonoise", "kimg_to_target"] == pytest.approx(20.0 + 5.0 * 20.0 / 8.0)
-    assert every.loc["infonoise", "speedup"] == pytest.approx(40.0 / 32.5)
+    assert every.loc["infonoise", "kimg_to_target"] == pytest.approx(to_laplace)
+    assert every.loc["infonoise", "speedup"] == pytest.approx(40.0 / to_laplace)
     configured = time_to_target(records, targets=("edm", "edm[p_mean=0.0]")).set_index("sampler")
     assert (configured["target_sampler"] == "edm[p_mean=0.0]").all()
 
     table = time_to_target_table(records)
     assert cell_value(table, "dna", "target (logu, cos, fm, edm)") == "edm: 10.00"
-    assert cell_value(table, "dna", "InfoNoise speed-up") == "1.45×"
+    assert cell_value(table, "dna", "InfoNoise speed-up") == f"{40 / to_edm:.2f}×"
     assert cell_value(table, "dna", "target (all fixed)") == "laplace: 8.00"
-    assert cell_value(table, "dna", "InfoNoise speed-up (all fixed)") == "1.23×"
-    assert cell_value(table, "dna", "laplace") == f"{20.0 + (10.0 - 15.0) * 20.0 / (8.0 - 15.0):.2f}"
-    assert cell_value(table, "dna", "kg") == f"{10.0 + (10.0 - 20.0) * 10.0 / (8.0 - 20.0):.2f}"
+    assert cell_value(table, "dna", "InfoNoise speed-up (all fixed)") == f"{40 / to_laplace:.2f}×"
+    assert cell_value(table, "dna", "laplace") == f"{cross(20, 40, 15, 8, 10):.2f}"
+    assert cell_value(table, "dna", "kg") == f"{cross(10, 20, 20, 8, 10):.2f}"
 
 
 def test_no_paper_baseline_leaves_only_the_all_fixed_target(tmp_path: Path):
@@ -422,7 +444,8 @@ def test_no_paper_baseline_leaves_only_the_all_fixed_target(tmp_path: Path):
     assert cell_value(table, "owt", "target (logu, cos, fm, edm)") == "–"
     assert cell_value(table, "owt", "InfoNoise speed-up") == "–"
     assert cell_value(table, "owt", "target (all fixed)") == "laplace: 0.70"
-    assert cell_value(table, "owt", "InfoNoise speed-up (all fixed)") == f"{20.0 / 15.0:.2f}×"
+    to_laplace = cross(10, 20, 0.6, 0.8, 0.7, "logit")  # MAUVE: interpolated on the logit scale
+    assert cell_value(table, "owt", "InfoNoise speed-up (all fixed)") == f"{20.0 / to_laplace:.2f}×"
 
 
 def test_the_printed_caption_names_the_targets_the_table_was_computed_with(tmp_path: Path, capsys):
@@ -442,8 +465,8 @@ def test_the_printed_caption_names_the_targets_the_table_was_computed_with(tmp_p
 def test_speedup_spread_over_seed_pairs(tmp_path: Path):
     """EDM seeds end at 10 and 12 (mean curve 32, 21, 11); InfoNoise seeds (24, 13, 5) and (26, 15, 11).
 
-    Seed-mean: InfoNoise (25, 14, 8) crosses 11 at 30 → 40/30. Pairs: seed 0 crosses 10 at 27.5 → 40/27.5;
-    seed 1 crosses 12 at 35 → 40/35.
+    Seed-mean: InfoNoise (25, 14, 8) crosses 11 between 20 and 40; pairs: seed 0 crosses 10, seed 1 12
+    (interpolated in ln kimg × ln FID).
     """
     kimg = [10.0, 20.0, 40.0]
     for seed, (edm, info) in enumerate(
@@ -452,13 +475,13 @@ def test_speedup_spread_over_seed_pairs(tmp_path: Path):
         write_run(tmp_path, "bmnist", "edm", seed, list(zip(kimg, edm, strict=True)))
         write_run(tmp_path, "bmnist", "infonoise", seed, list(zip(kimg, info, strict=True)))
     line = time_to_target(load_records(tmp_path)).set_index("sampler").loc["infonoise"]
-    assert line["speedup"] == pytest.approx(40.0 / 30.0)
-    pairs = [40.0 / 27.5, 40.0 / 35.0]
+    assert line["speedup"] == pytest.approx(40.0 / cross(20, 40, 14, 8, 11))
+    pairs = [40.0 / cross(20, 40, 13, 5, 10), 40.0 / cross(20, 40, 15, 11, 12)]
     assert line["pairs"] == 2 and line["pair_reached"] == 2
     assert line["pair_mean"] == pytest.approx(np.mean(pairs))
     assert line["pair_std"] == pytest.approx(np.std(pairs, ddof=1))
     table = time_to_target_table(load_records(tmp_path))
-    expected = f"1.33× (pairs {np.mean(pairs):.2f} ± {np.std(pairs, ddof=1):.2f}, n=2)"
+    expected = f"{line['speedup']:.2f}× (pairs {np.mean(pairs):.2f} ± {np.std(pairs, ddof=1):.2f}, n=2)"
     assert cell_value(table, "bmnist", "InfoNoise speed-up") == expected
 
 
@@ -471,7 +494,8 @@ def test_speedup_spread_counts_pairs_that_never_reach(tmp_path: Path):
         write_run(tmp_path, "bmnist", "infonoise", seed, list(zip(kimg, info, strict=True)))
     table = time_to_target_table(load_records(tmp_path))
     assert cell_value(table, "bmnist", "InfoNoise speed-up") == (
-        f"{40.0 / 32.0:.2f}× (pairs {40.0 / 27.5:.2f}, n=1; 1 of 2 not reached)"
+        f"{40.0 / cross(20, 40, 14, 9, 11):.2f}× (pairs {40.0 / cross(20, 40, 13, 5, 10):.2f}, n=1; "
+        "1 of 2 not reached)"
     )
 
 
@@ -604,8 +628,9 @@ def test_rescored_rows_are_labelled_rows_of_their_own_and_leave_the_own_rows_unc
     assert stats.loc[(infogrid, "infonoise"), "nfe"] == "29"
     assert stats.loc[("cifar10 (re-scored: Karras, 8 steps)", "edm"), "mean"] == pytest.approx(30.0)
     main_row = time_to_target(records).query("row == 'cifar10'").set_index("sampler")
-    assert main_row.loc["infonoise", "kimg_to_target"] == pytest.approx(30.0)
-    assert main_row.loc["infonoise", "speedup"] == pytest.approx(40.0 / 30.0)
+    info = cross(20, 40, 14, 6, 10)
+    assert main_row.loc["infonoise", "kimg_to_target"] == pytest.approx(info)
+    assert main_row.loc["infonoise", "speedup"] == pytest.approx(40.0 / info)
     table = time_to_target_table(records)
     # The InfoGrid row has no fixed sampler to set a target; EDM alone on Karras at 8 steps is its own target.
     assert infogrid not in set(table["task"])

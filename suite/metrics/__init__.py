@@ -21,6 +21,7 @@ import torch
 
 from suite.registry import Registry
 
+SCALES = ("log", "logit", "linear")
 INFONOISE_TABLE = "InfoNoise (Raya et al., arXiv 2602.18647), results/paper/infonoise_table.csv"
 
 
@@ -34,6 +35,11 @@ class MetricSpec:
     ``best_of_ranges`` says whether the final point may report the best of several generation-seed ranges
     (EDM's FID convention, ``budget.eval.final_ranges``); every other metric is scored on one range, since
     the minimum over ranges biases a value that was not defined that way (Sei-FID, MAUVE).
+    ``scale`` is the scale its comparisons are computed on (``suite.statistics``): ``log`` for positive,
+    right-skewed values (FID, Sei-FID, Fréchet distances, SP-MSE: geometric means and ratios of them),
+    ``logit`` for values bounded in (0, 1) (MAUVE), ``linear`` for the rest; the number is reported back in
+    its own units either way. A spec that leaves it None is compared on the scale ``suite.table.scale_of``
+    gives its name (MAUVE: logit; otherwise linear).
     """
 
     name: str
@@ -42,6 +48,11 @@ class MetricSpec:
     published: str | None = None
     substitutes: str | None = None
     best_of_ranges: bool = False
+    scale: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.scale is not None and self.scale not in SCALES:
+            raise ValueError(f"metric {self.name!r}: scale={self.scale!r}; valid: {', '.join(SCALES)}")
 
 
 @dataclass(frozen=True)

@@ -124,7 +124,7 @@ class FrechetMetric(Metric):
     @property
     def spec(self) -> MetricSpec:
         label = f"Fréchet distance ({self.featurizer_label} features, layer {self.layer})"
-        return MetricSpec(f"fd-{self.featurizer_label}", higher_is_better=False, label=label)
+        return MetricSpec(f"fd-{self.featurizer_label}", higher_is_better=False, label=label, scale="log")
 
     def floors(self, reference: Any) -> dict[str, float]:
         """{layer: FD between the features of two disjoint halves of ``reference``}, memoised by content."""

@@ -383,6 +383,7 @@ class FIDMetric(Metric):
             published=INFONOISE_TABLE if real else None,
             substitutes=None if real else "fid",
             best_of_ranges=True,
+            scale="log",
         )
 
     def __call__(self, inputs: EvalInputs) -> dict[str, float]:

@@ -422,7 +422,9 @@ class SeiFID(FrechetMetric):
     def spec(self) -> MetricSpec:
         dim = {"predictions": WIDTHS["full"].targets, "spline": WIDTHS["full"].stage3 * SPLINE_DF}[self.layer]
         label = f"Sei-FID (Sei {self.layer}, {dim:,}-d, strand-averaged)"
-        return MetricSpec("sei-fid", higher_is_better=False, label=label, published=INFONOISE_TABLE)
+        return MetricSpec(
+            "sei-fid", higher_is_better=False, label=label, published=INFONOISE_TABLE, scale="log"
+        )
 
 
 @METRICS.register("random-feature-fd")
@@ -436,7 +438,9 @@ class RandomFeatureFD(FrechetMetric):
     def spec(self) -> MetricSpec:
         width = self.features.width  # type: ignore[attr-defined]
         label = f"FD on random-weight {width} Sei {self.layer} (not Sei-FID)"
-        return MetricSpec("random-feature-fd", higher_is_better=False, label=label, substitutes="sei-fid")
+        return MetricSpec(
+            "random-feature-fd", higher_is_better=False, label=label, substitutes="sei-fid", scale="log"
+        )
 
 
 @METRICS.register("sp-mse")
@@ -454,7 +458,7 @@ class PromoterSeiMSE(Metric):
     @property
     def spec(self) -> MetricSpec:
         label = f"SP-MSE (DDSM; mean Sei {PROMOTER_ASSAY} prediction, {int(self.targets.sum())} targets)"
-        return MetricSpec("sp-mse", higher_is_better=False, label=label)
+        return MetricSpec("sp-mse", higher_is_better=False, label=label, scale="log")
 
     def __call__(self, inputs: EvalInputs) -> dict[str, float]:
         _check_sequences(inputs.generated, "generated")
