@@ -225,11 +225,17 @@ class MauveMetric(Metric):
     @property
     def spec(self) -> MetricSpec:
         if Path(self.featurizer).name == PAPER_FEATURIZER:
-            return MetricSpec("mauve", True, "MAUVE (GPT-2 large features)", published=INFONOISE_TABLE)
+            return MetricSpec(
+                "mauve", True, "MAUVE (GPT-2 large features)", published=INFONOISE_TABLE, scale="logit"
+            )
         if self.featurizer == MINILM_TOKENIZER:
-            return MetricSpec("mauve-minilm", True, "MAUVE (MiniLM features)", substitutes="mauve")
+            return MetricSpec(
+                "mauve-minilm", True, "MAUVE (MiniLM features)", substitutes="mauve", scale="logit"
+            )
         name = Path(self.featurizer).name
-        return MetricSpec(f"mauve-{name}", True, f"MAUVE ({name} features)", substitutes="mauve")
+        return MetricSpec(
+            f"mauve-{name}", True, f"MAUVE ({name} features)", substitutes="mauve", scale="logit"
+        )
 
     @property
     def model(self) -> TextModel:
@@ -333,8 +339,10 @@ class GenerativePerplexity(Metric):
     def spec(self) -> MetricSpec:
         name = Path(self.model_name).name
         if name == PAPER_FEATURIZER:
-            return MetricSpec("gen-ppl", False, f"generative perplexity ({name})")
-        return MetricSpec(f"gen-ppl-{name}", False, f"generative perplexity ({name})", substitutes="gen-ppl")
+            return MetricSpec("gen-ppl", False, f"generative perplexity ({name})", scale="log")
+        return MetricSpec(
+            f"gen-ppl-{name}", False, f"generative perplexity ({name})", substitutes="gen-ppl", scale="log"
+        )
 
     def __call__(self, inputs: EvalInputs) -> dict[str, float]:
         if self._model is None:
