@@ -287,6 +287,9 @@ def build_parser() -> argparse.ArgumentParser:
         "break", help="print the holder of a run's lease, then break it (the holder stops at its next write)"
     )
     breaking.add_argument("run_dir", help="a run folder (…/runs/<comparison>/<sampler>/seed<k>)")
+    breaking.add_argument(
+        "--force", action="store_true", help="break a lease whose holder is live or of unknown age"
+    )
     breaking.set_defaults(func=_lazy("suite.lease", "break_command"))
 
     table = sub.add_parser("table", help="compile the comparison table from the records")

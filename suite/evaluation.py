@@ -24,13 +24,16 @@ continuation is scored with its prompt. The tables and figures keep rows of anot
 run's own (``suite.results``).
 
 A stop request (``suite.stopping``) abandons an evaluation between its generation batches, its metrics and
-their feature batches: :class:`suite.stopping.Interrupted` is raised and no row is returned.
+their feature batches: :class:`suite.stopping.Interrupted` is raised and no row is returned. A metric value
+that is not a finite number (NaN, inf) raises :class:`InvalidMetricValue`: no row is returned, and the run
+or ``suite eval`` fails with that one line.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import io
+import math
 import sys
 import time
 from pathlib import Path
@@ -182,7 +185,7 @@ class Evaluator:
             for found, metric in zip(results, metrics, strict=True):
                 if k == 0 or metric.spec.best_of_ranges:
                     check("between metrics")
-                    found.append(metric(inputs))
+                    found.append(finite_result(metric(inputs), metric.spec.name, nimg))
         rows = []
         for found, metric in zip(results, metrics, strict=True):
             rows.append(
@@ -214,6 +217,20 @@ class Evaluator:
                 )
             )
         return rows
+
+
+class InvalidMetricValue(RuntimeError):
+    """A metric gave a value that is not a finite number: the evaluation fails and writes no row."""
+
+
+def finite_result(result: dict[str, float], metric: str, nimg: int) -> dict[str, float]:
+    """``result`` when its value is a finite number; else :class:`InvalidMetricValue` naming it."""
+    value = result.get("value")
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidMetricValue(
+            f"{metric} at kimg {nimg / 1000:g} is {value!r}, not a finite number; the evaluation wrote no row"
+        )
+    return result
 
 
 def combine_ranges(results: list[dict[str, float]], higher_is_better: bool) -> dict[str, float]:
@@ -309,14 +326,14 @@ def rescore(
     cfg = OmegaConf.load(folder.path / "config.yaml")
     cfg.device = device
     spec = run_spec(cfg)
+    task = build_task(spec)
     if guidance is not None:
-        problem = guidance_problem(float(guidance), spec.diffusion.cond_dropout)
+        problem = guidance_problem(float(guidance), spec.diffusion.cond_dropout, bool(task.conditional))
         if problem:
-            raise SpecError([problem])
+            raise SpecError([f"--guidance: {problem}"])
         scored = dataclasses.replace(spec.budget.eval, guidance=float(guidance))
         spec = dataclasses.replace(spec, budget=dataclasses.replace(spec.budget, eval=scored))
     ctx = init_distributed(device)
-    task = build_task(spec)
     data = task.load()
     parts = build_parts(spec, task, ctx.device)  # the EMA network and the sampler: no optimiser, no DDP
     ema, sampler = parts.model.eval().requires_grad_(False), parts.sampler

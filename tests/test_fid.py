@@ -419,3 +419,89 @@ def test_frechet_distance_matches_torch_fidelity_formula(n):
     ours = frechet_distance(generated, ref_stats["mu"], ref_stats["sigma"])
     # torch-fidelity takes √ of the ~1e-15 round-off eigenvalues of the rank-deficient product: ~1e-8 relative
     assert ours == pytest.approx(expected, rel=1e-6)
+
+
+def statistics_of(ref):
+    """A valid mu [32] and sigma [32, 32] of `ref` in the test extractor's features."""
+    return rand_fd(Path("unused")).statistics(ref)
+
+
+def header_bomb(path, mu):
+    """An .npz whose sigma's header claims 10¹² × 10¹² float64 (8 zettabytes) over a few bytes of data."""
+    import zipfile
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f8", "fortran_order": False, "shape": (10**12, 10**12)}
+    )
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("mu.npy", npy_bytes(mu))
+        archive.writestr("sigma.npy", header.getvalue() + bytes(64))
+
+
+POISONS = {
+    "nan mu": (lambda mu, sigma: (np.where(np.arange(32) == 3, np.nan, mu), sigma), "mu holds 1 non-finite"),
+    "inf sigma": (
+        lambda mu, sigma: (mu, np.where(np.eye(32) > 0, np.inf, sigma)),
+        "sigma holds 32 non-finite",
+    ),
+    "asymmetric": (lambda mu, sigma: (mu, sigma + np.triu(np.full((32, 32), 0.01), 1)), "not symmetric"),
+    "negated": (lambda mu, sigma: (mu, -sigma), "not positive semi-definite"),
+}
+
+
+@pytest.mark.parametrize("poison", [*POISONS, "header bomb"])
+def test_cached_statistics_that_are_not_statistics_are_refused_before_a_distance_is_computed(
+    tmp_path, poison
+):
+    ref, gen = blobs(40, seed=0), blobs(40, seed=1)
+    fd = rand_fd(tmp_path / "c")
+    clean = fd(gen, ref)
+    path = fd.reference_statistics_path(ref)
+    mu, sigma = statistics_of(ref)
+    if poison == "header bomb":
+        header_bomb(path, mu)
+        problem = "sigma float64 (1000000000000, 1000000000000); expected float (32,) and (32, 32)"
+    else:
+        change, problem = POISONS[poison]
+        write_reference_statistics(path, *change(mu, sigma))
+    with pytest.raises(ValueError) as err:
+        fd(gen, ref)
+    message = str(err.value)
+    assert message.startswith(f"refusing cached FID reference statistics {path}: ") and problem in message
+    assert "\n" not in message
+    path.unlink()
+    assert fd(gen, ref) == clean  # recomputed once the file is gone
+
+
+def test_the_statistics_of_fewer_samples_than_features_pass_the_checks():
+    """A covariance of n < d features is singular, with round-off eigenvalues of either sign."""
+    from suite.metrics.fid import statistics_problem
+
+    features = np.random.default_rng(0).normal(size=(5, 32)) * 1e3
+    sigma = np.cov(features, rowvar=False)
+    assert np.linalg.eigvalsh(sigma).min() < 0 < np.linalg.eigvalsh(sigma).max()  # the round-off
+    assert statistics_problem(features.mean(0), sigma) is None
+    below = sigma - 1e-6 * np.abs(sigma).max() * np.eye(32)  # an eigenvalue -1e-6 of the scale: not round-off
+    assert "not positive semi-definite" in statistics_problem(features.mean(0), below)
+
+
+@pytest.mark.parametrize("poison", ["nan mu", "asymmetric", "negated"])
+def test_fid_calc_against_statistics_that_are_not_statistics_exits_non_zero_naming_the_file(
+    tmp_path, capsys, poison
+):
+    from test_habits import write_pngs
+
+    from suite.cli import main
+
+    ref = blobs(40, seed=0)
+    images = write_pngs(tmp_path / "gen", blobs(8, seed=1).numpy())
+    stats = tmp_path / "stats.npz"
+    change, problem = POISONS[poison]
+    write_reference_statistics(stats, *change(*statistics_of(ref)))
+    common = ["--feature-extractor", fid_extractor.NAME, "--device", "cpu"]
+    assert main(["fid", "calc", "--images", str(images), "--ref", str(stats), *common]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith(f"error: refusing cached FID reference statistics {stats}: ")
+    assert problem in captured.err

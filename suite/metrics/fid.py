@@ -27,7 +27,11 @@ value), written atomically at `<cache_dir>/fid-stats/ref-<images>-<extractor>-<l
 (of the weights file for another extractor, `own-weights` without one), so statistics from other weights
 are never used. It is read with `numpy.load(allow_pickle=False)`, which builds plain arrays only; a file
 that is not such an archive of float arrays of the right shapes is refused with a ValueError naming it
-and saying to delete it. Generated samples are never cached. A process about to compute missing statistics
+and saying to delete it. The shapes and dtypes are read from the `.npy` headers before any array is (a
+header may claim any size), and the arrays must be statistics (`statistics_problem`): finite, Σ symmetric
+to `SYMMETRY_RTOL` of its largest entry and positive semi-definite (Σ + `PSD_JITTER`·max|Σ|·I has a
+Cholesky factor: a covariance of n < d features is singular, its round-off eigenvalues ~1e-16·d·max|Σ|).
+Generated samples are never cached. A process about to compute missing statistics
 takes the lock of their folder first (`statistics_lock`) and looks again, so that runs started together (K
 packed runs, an array of jobs) compute them once while the others wait and read the file.
 """
@@ -126,12 +130,53 @@ def _stats_refusal(path: Path, problem: str) -> ValueError:
     )
 
 
+SYMMETRY_RTOL = 1e-8
+PSD_JITTER = 1e-9
+
+
+def statistics_problem(mu: np.ndarray, sigma: np.ndarray) -> str | None:
+    """Why ``mu`` [d] and ``sigma`` [d, d] are not the mean and covariance of some features (module
+    docstring), None when they may be."""
+    for name, array in (("mu", mu), ("sigma", sigma)):
+        bad = int(np.size(array) - np.isfinite(array).sum())
+        if bad:
+            return f"its {name} holds {bad} non-finite value(s) (NaN or inf)"
+    scale = float(np.abs(sigma).max(initial=0.0)) or 1.0
+    asymmetry = float(np.abs(sigma - sigma.T).max(initial=0.0))
+    if asymmetry > SYMMETRY_RTOL * scale:
+        return (
+            f"its sigma is not symmetric (max |sigma - sigma.T| = {asymmetry:.3g}, max |sigma| = {scale:.3g})"
+        )
+    try:
+        np.linalg.cholesky(sigma + PSD_JITTER * scale * np.eye(len(sigma)))
+    except np.linalg.LinAlgError:
+        lowest = float(np.linalg.eigvalsh(sigma)[0])
+        return (
+            f"its sigma is not positive semi-definite (an eigenvalue {lowest:.3g}, max |sigma| = {scale:.3g})"
+        )
+    return None
+
+
+def _npy_header(archive: np.lib.npyio.NpzFile, key: str) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype of the array ``key`` of ``archive``, from its ``.npy`` header alone."""
+    with archive.zip.open(f"{key}.npy") as member:
+        version = np.lib.format.read_magic(member)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(member)
+        elif version == (2, 0):
+            shape, _, dtype = np.lib.format.read_array_header_2_0(member)
+        else:
+            raise ValueError(f".npy format version {version}")
+    return shape, dtype
+
+
 def read_reference_statistics(path: str | os.PathLike, dim: int) -> tuple[np.ndarray, np.ndarray]:
     """`mu` [dim] and `sigma` [dim, dim] from the `.npz` at `path`, read by `numpy.load(allow_pickle=False)`.
 
     Raises ValueError naming the file and saying to delete it when it is not an `.npz` archive (numpy
     takes any file without its magic for a pickle), holds pickled (object) arrays, lacks `mu` or `sigma`,
-    or holds them with a non-float dtype or other shapes.
+    holds them with a non-float dtype or other shapes (read from the headers, before the arrays), or holds
+    arrays that are not statistics (`statistics_problem`).
     """
     path = Path(path)
     try:
@@ -153,18 +198,27 @@ def read_reference_statistics(path: str | os.PathLike, dim: int) -> tuple[np.nda
         if missing:
             raise _stats_refusal(path, f"it has no {' or '.join(missing)} (it holds {archive.files[:4]})")
         try:
-            mu, sigma = archive["mu"], archive["sigma"]
-        except (EOFError, zipfile.BadZipFile) as err:
+            (mu_shape, mu_dtype), (sigma_shape, sigma_dtype) = (
+                _npy_header(archive, k) for k in ("mu", "sigma")
+            )
+        except (EOFError, zipfile.BadZipFile, ValueError) as err:
             raise _stats_refusal(path, f"its arrays are unreadable ({type(err).__name__}: {err})") from None
-        except ValueError:
-            problem = "its mu or sigma is an object array (pickled data, never unpickled here) or damaged"
-            raise _stats_refusal(path, problem) from None
-    if mu.dtype.kind != "f" or sigma.dtype.kind != "f" or mu.shape != (dim,) or sigma.shape != (dim, dim):
-        raise _stats_refusal(
-            path,
-            f"it holds mu {mu.dtype} {mu.shape} and sigma {sigma.dtype} {sigma.shape}; expected float "
-            f"({dim},) and ({dim}, {dim})",
-        )
+        if mu_dtype.hasobject or sigma_dtype.hasobject:
+            problem = "its mu or sigma is an object array (pickled data, never unpickled here)"
+            raise _stats_refusal(path, problem)
+        if (mu_dtype.kind, sigma_dtype.kind, mu_shape, sigma_shape) != ("f", "f", (dim,), (dim, dim)):
+            raise _stats_refusal(
+                path,
+                f"it holds mu {mu_dtype} {mu_shape} and sigma {sigma_dtype} {sigma_shape}; expected float "
+                f"({dim},) and ({dim}, {dim})",
+            )
+        try:
+            mu, sigma = archive["mu"], archive["sigma"]
+        except (EOFError, zipfile.BadZipFile, ValueError) as err:
+            raise _stats_refusal(path, f"its arrays are unreadable ({type(err).__name__}: {err})") from None
+    problem = statistics_problem(mu, sigma)
+    if problem:
+        raise _stats_refusal(path, problem)
     return mu, sigma
 
 
