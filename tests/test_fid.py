@@ -17,7 +17,9 @@ import pytest
 import torch
 from payloads import MakeDirOnUnpickle
 from torch_fidelity.feature_extractor_inceptionv3 import URL_INCEPTION_V3, FeatureExtractorInceptionV3
+from torch_fidelity.feature_extractor_vgg16 import FeatureExtractorVGG16
 from torch_fidelity.metric_fid import fid_input_id_to_statistics
+from torch_fidelity.registry import FEATURE_EXTRACTORS_REGISTRY
 from torch_fidelity.utils import (
     cache_lookup_one_recompute_on_miss,
     create_feature_extractor,
@@ -505,3 +507,58 @@ def test_fid_calc_against_statistics_that_are_not_statistics_exits_non_zero_nami
     assert captured.out == "" and captured.err.count("\n") == 1
     assert captured.err.startswith(f"error: refusing cached FID reference statistics {stats}: ")
     assert problem in captured.err
+
+
+OTHER_EXTRACTORS = sorted(set(FEATURE_EXTRACTORS_REGISTRY) - {"inception-v3-compat"})  # with the plugin's
+
+
+@pytest.mark.parametrize("extractor", OTHER_EXTRACTORS)
+def test_every_other_extractors_weights_with_a_reduce_payload_never_run_it(extractor, isolated_caches):
+    """Every extractor torch-fidelity has (and the test plugin's): its weights file holding a pickled
+    object is refused naming the file before torch-fidelity could read it, and the payload never runs."""
+    from suite.metrics.extractor_weights import vgg16_hub_path
+
+    marker = isolated_caches / "payload-ran"
+    weights = isolated_caches / "mine" / f"{extractor}.pth"
+    weights.parent.mkdir(parents=True)
+    torch.save({"features.0.weight": MakeDirOnUnpickle(marker)}, weights)
+    options = {"feature_extractor": extractor, "weights_path": str(weights)}
+    with pytest.raises(ValueError) as err:
+        FIDMetric(options, torch.device("cpu"), isolated_caches / "suite")
+    message = str(err.value)
+    assert str(weights) in message and "\n" not in message
+    if extractor.startswith(("clip-", "dinov2-")):
+        assert message.startswith(f"refusing feature extractor {extractor} (weights {weights}): torch")
+    else:
+        assert message.startswith(f"refusing {extractor} weights {weights}: it holds an object built by")
+    assert not marker.exists()
+    if extractor == "vgg16":  # the file torchvision's download leaves in torch.hub's cache, read the same way
+        hub = vgg16_hub_path()
+        assert hub.parent == isolated_caches / "torch" / "hub" / "checkpoints"
+        hub.parent.mkdir(parents=True)
+        weights.rename(hub)
+        with pytest.raises(ValueError, match=f"refusing vgg16 weights {hub}: it holds an object built by"):
+            FIDMetric({"feature_extractor": "vgg16"}, torch.device("cpu"), isolated_caches / "suite")
+        assert not marker.exists()
+        # The same file through torch-fidelity's own loader runs the payload.
+        with pytest.raises(Exception):  # noqa: B017  (whatever load_state_dict makes of the payload's result)
+            FeatureExtractorVGG16("vgg16", ["fc2"], feature_extractor_weights_path=str(hub))
+        assert marker.is_dir()
+
+
+def test_vgg16_without_weights_names_the_download_and_where_it_goes(isolated_caches):
+    from suite.metrics.extractor_weights import VGG16_URL, vgg16_hub_path
+
+    with pytest.raises(FileNotFoundError) as err:
+        FrechetDistance("vgg16", cuda=False)
+    assert str(err.value) == f"no vgg16 weights at {vgg16_hub_path()}; download {VGG16_URL} there"
+
+
+def test_a_plugin_extractor_gets_given_weights_as_tensors_and_keys_its_statistics_by_them(tmp_path):
+    weights = tmp_path / "w.pt"
+    torch.save({"a": torch.ones(3)}, weights)
+    fd = FrechetDistance(fid_extractor.NAME, weights, batch_size=50, cuda=False, cache_dir=tmp_path / "c")
+    assert fd.weights_key == weights_digest({"a": torch.ones(3)})[:16]
+    assert fd(blobs(20, seed=1), blobs(20, seed=0)) == rand_fd(tmp_path / "d")(
+        blobs(20, seed=1), blobs(20, seed=0)
+    )

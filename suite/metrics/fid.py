@@ -15,7 +15,9 @@ eigenvalues of Σ₁Σ₂ are those of the n×n matrix XΣ₂Xᵀ/(n−1): one s
 
 The Inception weights are read by the suite with `torch.load(weights_only=True)` when the distance is built
 (`suite.metrics.inception.load_inception_weights`; a file holding any other object is refused there) and
-given to torch-fidelity's extractor as an in-memory archive of those tensors, never as a file path.
+given to torch-fidelity's extractor as an in-memory archive of those tensors, never as a file path; so are
+the weights of any other extractor (`suite.metrics.extractor_weights`: VGG16's read the same way, CLIP's
+and DINOv2's refused).
 
 Reference statistics are cached by the suite, not by torch-fidelity, whose cache (`cache=True`) reads its
 `.pt` files with `torch.load` and `weights_only` off: a file placed in a shared cache would run as code. The
@@ -63,6 +65,7 @@ from torch_fidelity.utils import (
 )
 
 from suite.metrics import INFONOISE_TABLE, METRICS, EvalInputs, Metric, MetricSpec
+from suite.metrics.extractor_weights import load_extractor_weights, weights_archive
 from suite.metrics.inception import (
     inception_weights_archive,
     load_inception_weights,
@@ -266,7 +269,7 @@ class FrechetDistance:
 
     `weights_path` is resolved with `resolve_inception_weights` for `inception-v3-compat` (offline fallback
     included) and read here with `load_inception_weights` (ValueError naming the file if it is not a plain
-    tensor archive of the Inception-v3 weights); it is passed through unchanged to any other extractor.
+    tensor archive of the Inception-v3 weights); any other extractor's are read by `load_extractor_weights`.
     `cuda` defaults to `torch.cuda.is_available()`; `cache_dir` (the suite's cache, which holds the reference
     statistics) defaults to `suite_cache_dir()`.
     """
@@ -291,18 +294,18 @@ class FrechetDistance:
         self.batch_size = int(batch_size)
         self.cuda = torch.cuda.is_available() if cuda is None else bool(cuda)
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else suite_cache_dir()
-        self._inception_archive: bytes | None = None
+        self._weights_archive: bytes | None = None  # what the extractor reads: tensors the suite wrote
         if feature_extractor == INCEPTION_EXTRACTOR:
             self.weights_path: Path | None = resolve_inception_weights(weights_path, cache_dir=self.cache_dir)
             weights = load_inception_weights(self.weights_path)
-            self._inception_archive = inception_weights_archive(weights).getvalue()
+            self._weights_archive = inception_weights_archive(weights).getvalue()
             self.weights_key = weights_digest(weights)[:16]
         else:
             self.weights_path = Path(weights_path) if weights_path is not None else None
-            self.weights_key = "own-weights"
-            if self.weights_path is not None:
-                with self.weights_path.open("rb") as handle:
-                    self.weights_key = hashlib.file_digest(handle, "sha256").hexdigest()[:16]
+            state = load_extractor_weights(feature_extractor, weights_path)
+            self.weights_key = "own-weights" if state is None else weights_digest(state)[:16]
+            if state is not None:
+                self._weights_archive = weights_archive(state)
 
     @property
     def metric_name(self) -> str:
@@ -319,10 +322,7 @@ class FrechetDistance:
     def _features(self, images: Tensor, what: str) -> Tensor:
         """Features [N, d] of uint8 ``images`` [N, C, H, W] (C in {1, 3}) at this extractor's layer, as
         torch-fidelity's own extraction gives them."""
-        if self._inception_archive is not None:
-            weights: io.BytesIO | str | None = io.BytesIO(self._inception_archive)
-        else:
-            weights = None if self.weights_path is None else str(self.weights_path)
+        weights = None if self._weights_archive is None else io.BytesIO(self._weights_archive)
         kwargs = {
             "input1": ImageTensorDataset(images, what),
             "feature_extractor": self.feature_extractor,
@@ -354,10 +354,7 @@ class FrechetDistance:
         written there; `generated` is not cached. The data loader runs in-process (`save_cpu_ram=True`):
         the images are already in memory, so worker processes would only add start-up and copying cost.
         """
-        if self._inception_archive is not None:
-            weights: io.BytesIO | str | None = io.BytesIO(self._inception_archive)
-        else:
-            weights = None if self.weights_path is None else str(self.weights_path)
+        weights = None if self._weights_archive is None else io.BytesIO(self._weights_archive)
         kwargs = {
             "input1": ImageTensorDataset(generated, "generated"),
             "input2": ImageTensorDataset(reference, "reference"),
