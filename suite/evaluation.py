@@ -435,6 +435,9 @@ def write_samples(
 
 
 def samples_main(args: Any) -> int:
-    """``suite samples RUN_DIR [--kimg K] --out DIR [--n N]``."""
-    write_samples(args.run_dir, args.out, args.kimg, args.n, args.device)
+    """``suite samples RUN_DIR [--kimg K] --out DIR [--n N] [--force]`` (``suite.outputs``)."""
+    from suite.outputs import guarded_output
+
+    with guarded_output(args.out, getattr(args, "force", False)):
+        write_samples(args.run_dir, args.out, args.kimg, args.n, args.device)
     return 0

@@ -38,6 +38,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
+from suite.outputs import claim
 from suite.records import append_text, check_write, now, write_atomic
 
 WATCHERS = ("tensorboard", "wandb")
@@ -168,6 +169,7 @@ def encode_samples(decoded: Any) -> bytes:
 def save_samples(folder: str | os.PathLike, nimg: int, decoded: Any) -> Path:
     """Write decoded samples of the point ``nimg`` into ``folder`` (atomically)."""
     path = samples_path(folder, nimg, decoded)
+    claim(path)
     write_atomic(path, encode_samples(decoded))
     return path
 
