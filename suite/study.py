@@ -342,8 +342,11 @@ def restrict_to_study(
         )
     runs = grid_runs(plan_study(study, results))
     planned = {str(run.run_dir.resolve()): run for run in runs}
-    mine = df[df["run_dir"].map(lambda folder: str(Path(folder).resolve()) in planned)]
-    present = {str(Path(folder).resolve()) for folder in finished(mine)["run_dir"]}
+    if df.empty:  # no records at all: every run of the grid is missing
+        mine, present = df, set()
+    else:
+        mine = df[df["run_dir"].map(lambda folder: str(Path(folder).resolve()) in planned)]
+        present = {str(Path(folder).resolve()) for folder in finished(mine)["run_dir"]}
     missing = [run for key, run in planned.items() if key not in present]
     lines = [
         *describe_study(study).splitlines(),
