@@ -266,6 +266,9 @@ def build_parser() -> argparse.ArgumentParser:
     samples.add_argument("--out", required=True, help="folder for samples-<nimg>.png or .txt")
     samples.add_argument("--n", type=int, default=64, help="number of samples (default 64)")
     samples.add_argument("--device", default="auto")
+    samples.add_argument(
+        "--force", action="store_true", help="write over files in --out that suite did not write there"
+    )
     samples.set_defaults(func=_lazy("suite.evaluation", "samples_main"))
 
     data = sub.add_parser(
@@ -309,6 +312,9 @@ def build_parser() -> argparse.ArgumentParser:
         "break", help="print the holder of a run's lease, then break it (the holder stops at its next write)"
     )
     breaking.add_argument("run_dir", help="a run folder (…/runs/<comparison>/<sampler>/seed<k>)")
+    breaking.add_argument(
+        "--force", action="store_true", help="break a lease whose holder is live or of unknown age"
+    )
     breaking.set_defaults(func=_lazy("suite.lease", "break_command"))
 
     table = sub.add_parser("table", help="compile the comparison table from the records")
@@ -350,6 +356,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="folder for the figures (default RESULTS/figures; RESULTS may be read-only)",
     )
+    plot.add_argument(
+        "--force", action="store_true", help="write over files in --out that suite did not write there"
+    )
     plot.set_defaults(func=_lazy("suite.plots", "main"))
 
     report = sub.add_parser("report", help="write results/REPORT.md with tables, figures and commands")
@@ -359,6 +368,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         default=None,
         help="folder for REPORT.md and its figures (default RESULTS; RESULTS may then be read-only)",
+    )
+    report.add_argument(
+        "--force", action="store_true", help="write over files in --out that suite did not write there"
     )
     report.set_defaults(func=_lazy("suite.report", "main"))
 

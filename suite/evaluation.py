@@ -26,13 +26,16 @@ of several seed ranges there. Generated samples are decoded with their condition
 rows of another protocol apart from the run's own (``suite.results``).
 
 A stop request (``suite.stopping``) abandons an evaluation between its generation batches, its metrics and
-their feature batches: :class:`suite.stopping.Interrupted` is raised and no row is returned.
+their feature batches: :class:`suite.stopping.Interrupted` is raised and no row is returned. A metric value
+that is not a finite number (NaN, inf) raises :class:`InvalidMetricValue`: no row is returned, and the run
+or ``suite eval`` fails with that one line.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import io
+import math
 import sys
 import time
 from pathlib import Path
@@ -198,7 +201,7 @@ class Evaluator:
             for found, metric in zip(results, metrics, strict=True):
                 if k == 0 or metric.spec.best_of_ranges:
                     check("between metrics")
-                    found.append(metric(inputs))
+                    found.append(finite_result(metric(inputs), metric.spec.name, nimg))
         rows = []
         for found, metric, read in zip(results, metrics, reads, strict=True):
             result = combine_ranges(found, metric.spec.higher_is_better)
@@ -233,6 +236,20 @@ class Evaluator:
                 )
             )
         return rows
+
+
+class InvalidMetricValue(RuntimeError):
+    """A metric gave a value that is not a finite number: the evaluation fails and writes no row."""
+
+
+def finite_result(result: dict[str, float], metric: str, nimg: int) -> dict[str, float]:
+    """``result`` when its value is a finite number; else :class:`InvalidMetricValue` naming it."""
+    value = result.get("value")
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidMetricValue(
+            f"{metric} at kimg {nimg / 1000:g} is {value!r}, not a finite number; the evaluation wrote no row"
+        )
+    return result
 
 
 def combine_ranges(results: list[dict[str, float]], higher_is_better: bool) -> dict[str, float]:
@@ -339,14 +356,14 @@ def rescore(
     from suite.records import append_jsonl
 
     folder, spec, snapshots = finished_run(run_dir, kimg, device, "`suite eval` re-scores finished runs")
+    task = build_task(spec)
     if guidance is not None:
-        problem = guidance_problem(float(guidance), spec.diffusion.cond_dropout)
+        problem = guidance_problem(float(guidance), spec.diffusion.cond_dropout, bool(task.conditional))
         if problem:
-            raise SpecError([problem])
+            raise SpecError([f"--guidance: {problem}"])
         scored = dataclasses.replace(spec.budget.eval, guidance=float(guidance))
         spec = dataclasses.replace(spec, budget=dataclasses.replace(spec.budget, eval=scored))
     ctx = init_distributed(device)
-    task = build_task(spec)
     data = task.load()
     parts = build_parts(spec, task, ctx.device)  # the EMA network and the sampler: no optimiser, no DDP
     ema, sampler = parts.model.eval().requires_grad_(False), parts.sampler
@@ -448,6 +465,9 @@ def write_samples(
 
 
 def samples_main(args: Any) -> int:
-    """``suite samples RUN_DIR [--kimg K] --out DIR [--n N]``."""
-    write_samples(args.run_dir, args.out, args.kimg, args.n, args.device)
+    """``suite samples RUN_DIR [--kimg K] --out DIR [--n N] [--force]`` (``suite.outputs``)."""
+    from suite.outputs import guarded_output
+
+    with guarded_output(args.out, getattr(args, "force", False)):
+        write_samples(args.run_dir, args.out, args.kimg, args.n, args.device)
     return 0

@@ -113,6 +113,7 @@ def ref_main(args: argparse.Namespace) -> int:
 
 def calc_main(args: argparse.Namespace) -> int:
     """``suite fid calc``: print the distance of the images ``args.images`` to the statistics ``args.ref``."""
+    from suite.evaluation import finite_result
     from suite.metrics.fid import frechet_distance, read_reference_statistics
 
     if not Path(args.ref).is_file():
@@ -129,6 +130,6 @@ def calc_main(args: argparse.Namespace) -> int:
             f"{err} (suite fid calc needs statistics of the {features.shape[1]}-d features of "
             f"{args.feature_extractor})"
         ) from None
-    value = frechet_distance(features, mu, sigma)
+    value = finite_result({"value": frechet_distance(features, mu, sigma)}, distance.metric_name, 0)["value"]
     print(f"{distance.metric_name} {value:.4f} ({len(images)} images of {args.images} against {args.ref})")
     return 0

@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 from omegaconf import OmegaConf
 
 from suite.config import config_file
+from suite.outputs import claim
 from suite.sampler import SAMPLERS, build_sampler
 from suite.table import sampler_order
 from suite.weighting import LossWeight
@@ -99,6 +100,7 @@ def save_figure(fig: Figure, base: Path) -> list[Path]:
     base.parent.mkdir(parents=True, exist_ok=True)
     paths = [base.parent / f"{base.name}.png", base.parent / f"{base.name}.pdf"]
     for path in paths:
+        claim(path)
         fig.savefig(path, dpi=150, bbox_inches="tight")
     return paths
 

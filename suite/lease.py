@@ -39,8 +39,9 @@ A take-over holds the break lock ``lease.json.break`` (created the same way, hel
 under it ``lease.json`` is looked at again and removed only if it is still the same file with the same
 heartbeat, then the new holder links its own. A break lock left by a process that died while holding
 it is removed once its process is gone (this host) or after ``BREAK_TIMEOUT_S`` seconds.
-``suite lease break RUN_DIR`` (:func:`break_lease`) removes a lease whatever its holder's state, after
-printing the holder.
+``suite lease break RUN_DIR`` (:func:`break_lease`) removes the lease of a run folder (one holding
+``run.json`` or ``config.yaml``) after printing its holder: a stale one at once, one judged live or of
+unknown age only with ``--force``.
 
 The write guard. While a process holds a lease, every write into its run directory through
 ``suite.records`` (evaluation records, stats, sampler log, ``run.json``, ``config.yaml``, checkpoints,
@@ -549,12 +550,13 @@ def break_lease(run_dir: str | os.PathLike, seen: LeaseFile, patience: float = A
 
 
 def break_command(args: Any) -> int:
-    """``suite lease break RUN_DIR``: print the holder of the run's lease and how it is judged, then break
-    the lease; 1 when it changed hands meanwhile."""
+    """``suite lease break RUN_DIR [--force]``: print the holder of the run's lease and how it is judged,
+    then break the lease (one not judged stale only with ``--force``); 1 when it changed hands meanwhile."""
     run_dir = Path(args.run_dir)
-    if not run_dir.is_dir():
-        raise FileNotFoundError(
-            f"{run_dir} is not a folder; give a run folder (…/runs/<comparison>/<sampler>/seed<k>)"
+    if not run_dir.is_dir() or not any((run_dir / name).is_file() for name in ("run.json", "config.yaml")):
+        raise ValueError(
+            f"{run_dir} is not a run folder (no run.json or config.yaml); give one "
+            "(…/runs/<comparison>/<sampler>/seed<k>)"
         )
     seen = read_lease(run_dir)
     if seen is None:
@@ -564,6 +566,11 @@ def break_command(args: Any) -> int:
     live = judge(seen, Holder.of_this_process(), stale_limit(), clock)
     verdict = {True: "live", False: "stale", None: "of unknown age"}[live]
     print(f"{run_dir / LEASE_FILE}: held by {seen.describe(clock, 'this host')}; {verdict}")
+    if live is not False and not getattr(args, "force", False):
+        raise ValueError(
+            f"not broken: the lease of {run_dir} is {verdict}; add --force to break it anyway (its holder "
+            "stops at its next write there)"
+        )
     if not break_lease(run_dir, seen):
         print(f"not broken: {LEASE_FILE} changed hands meanwhile; run the command again to see its holder")
         return 1

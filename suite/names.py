@@ -10,16 +10,23 @@ line, exit status 2); ``suite.runner`` and ``suite.config`` word their other nam
 task or sampler that has a config but no registered plugin is still refused later, by ``suite.runner``,
 once the plugins are imported. The number checks are ``argparse`` types: a bad value ends the parse with
 argparse's one-line usage error (exit status 2).
+
+A name that becomes part of a path (a task, a budget, a sampler label, a study) is one path component of
+the alphabet ``SAFE_NAME``: letters, digits and ``_ . , = + - [ ]`` (a sampler label spells its changed
+parameters, ``edm[p_mean=0.0]``), not starting with a dot, so no value of a config or study can name a
+parent folder, an absolute path or a hidden file (``path_name``).
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
+SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.,=+\-\[\]]{0,199}")
 
 
 def builtin_names(group: str) -> str:
@@ -61,3 +68,13 @@ def probability(text: str) -> float:
     if not 0.0 < value < 1.0:
         raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1, got {value}")
     return value
+
+
+def path_name(what: str, name: str) -> str:
+    """``name`` when it may be one component of a path (``SAFE_NAME``); else ValueError naming ``what``."""
+    if not SAFE_NAME.fullmatch(name):
+        raise ValueError(
+            f"{what} {name!r} cannot name a folder: use 1-200 letters, digits and _ . , = + - [ ], not "
+            "starting with a dot"
+        )
+    return name

@@ -61,6 +61,7 @@ from suite.figures import (
     sigma_axis,
     style_map,
 )
+from suite.outputs import guarded_output
 from suite.profile import PosthocProfile, ProfileFn, saved_profile
 from suite.results import by_comparison, find_runs
 from suite.sampler import build_sampler
@@ -670,7 +671,8 @@ def write_figures(
 
 def main(args: argparse.Namespace) -> int:
     """``suite plot``: write the figures of ``args.results`` (to ``args.out`` when given) and list them."""
-    written = write_figures(args.results, out=getattr(args, "out", None))
+    with guarded_output(getattr(args, "out", None), getattr(args, "force", False)):
+        written = write_figures(args.results, out=getattr(args, "out", None))
     if not written:
         print(f"no runs with records under {args.results}")
         return 1

@@ -31,6 +31,7 @@ from typing import Any
 
 import pandas as pd
 
+from suite.outputs import claim, guarded_output
 from suite.plots import ProfileFn, Run, discover_runs, figure_stem, write_figures
 from suite.records import now, write_atomic
 from suite.statistics import STATISTICS_CAPTION, statistics_table
@@ -254,6 +255,7 @@ def write_report(
             lines += [f"![{kind}]({png})", "", f"{kind}: [PNG]({png}) · [PDF]({pdf})", ""]
     lines += records_section(results, records)
     report = folder / "REPORT.md"
+    claim(report)
     write_atomic(report, ("\n".join(lines) + "\n").encode())
     return report
 
@@ -261,8 +263,9 @@ def write_report(
 def main(args: argparse.Namespace) -> int:
     """``suite report``: write ``REPORT.md`` to ``args.out`` (default ``args.results``)."""
     targets = parse_targets(getattr(args, "target_samplers", None))
-    out = write_report(
-        args.results, getattr(args, "budget", None), targets=targets, out=getattr(args, "out", None)
-    )
+    with guarded_output(getattr(args, "out", None), getattr(args, "force", False)):
+        out = write_report(
+            args.results, getattr(args, "budget", None), targets=targets, out=getattr(args, "out", None)
+        )
     print(f"wrote {out}")
     return 0

@@ -24,9 +24,16 @@ with ``OMP_NUM_THREADS`` = cores // K (the CPUs this process may use, divided ev
 run exactly as a launch of that run alone does (its own lease, records, checkpoints and resume), so K
 packed runs write the same records as the K runs launched one by one, value for value (on the CPU, when
 both use the same number of threads: a reduction's order follows the thread count). When a child ends,
-the next run starts in its place. SIGTERM/SIGUSR2 to the launcher is forwarded to every child, which
-checkpoints and stops (a child still loading stops at once and resumes from its last checkpoint), and no
-further run starts; the launch ends with the same lines and exit codes as above. Separate processes
+the next run starts in its place. Each child runs in a process group of its own (it starts with the stop
+signals blocked, leaves the launcher's group, discards what reached it meanwhile, then handles stop requests
+and says so on its pipe), so the launcher alone gets a terminal's Ctrl-C: a stop request to the launcher
+(SIGINT, SIGTERM, SIGUSR2) is forwarded once to every child, as soon as it is ready, which checkpoints and
+stops with status 130 (a child still loading stops at once and resumes from its last checkpoint), and no
+further run starts; a second SIGINT aborts every child and the launcher at once, without a checkpoint, as
+for one run (``suite.stopping``). A child gets SIGTERM when the launcher dies (Linux ``PR_SET_PDEATHSIG``),
+since a terminal's hang-up no longer reaches it. A child that dies without an outcome (killed, crashed) is
+a failed run, named in the summary with its ``log.txt``, and the other runs go on; the launch ends with the
+same lines and exit codes as above (1 when a child failed). Separate processes
 rather than one process stepping K stacked networks (``torch.func``): each run stays isolated (a failure,
 a lease lost or a stop touches its own run only), writes exactly what it writes alone, and the training
 loop is unchanged. Whether stacking would gain more on a GPU is measured by ``suite bench sweep``.
@@ -64,16 +71,27 @@ from suite.config import (
     to_dict,
 )
 from suite.lease import LeaseLost, RunBusy
-from suite.names import unknown_name
+from suite.names import path_name, unknown_name
 from suite.records import RunDirectory, read_json, write_json
 from suite.sampler import SAMPLERS
-from suite.spec import RunSpec, SpecError, read_spec
-from suite.stopping import EXIT_INTERRUPTED, STOP_SIGNALS, Interrupted, check
+from suite.seeds import parse_seeds
+from suite.spec import RunSpec, SpecError, guidance_problem, read_spec
+from suite.stopping import EXIT_INTERRUPTED, STOP_SIGNALS, Interrupted, check, requested, stop_requests
 from suite.task import TASKS
 from suite.training import train
 from suite.watch import check_watchers
 
 EXIT_DONE, EXIT_FAILED, EXIT_BUSY = 0, 1, 3
+CHILD_STATUS = {  # a packed child's exit status, by its run's outcome
+    "done": EXIT_DONE,
+    "done already": EXIT_DONE,
+    "failed": EXIT_FAILED,
+    "busy": EXIT_BUSY,
+    "lease lost": EXIT_BUSY,
+    "interrupted": EXIT_INTERRUPTED,
+}
+READY = "ready"  # what a packed child sends once it handles stop requests itself
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
 @dataclass
@@ -129,6 +147,20 @@ def comparison_dir(results: str | Path, spec: RunSpec) -> Path:
     return Path(results) / "runs" / f"{spec.task}-{spec.budget.name}-{spec.comparison_hash}"
 
 
+def run_folder(results: str | Path, spec: RunSpec) -> Path:
+    """The run folder of ``spec`` under ``results``; ValueError naming the value when a name that enters it
+    (task, budget, sampler label: ``suite.names.path_name``) could lead elsewhere, or it resolves (links
+    followed) outside ``results``."""
+    path_name("task.name", spec.task)
+    path_name("budget.name", spec.budget.name)
+    path_name("sampler label", spec.sampler.label)
+    folder = comparison_dir(results, spec) / spec.sampler.label / f"seed{spec.seed}"
+    top = Path(results).resolve()
+    if not folder.resolve().is_relative_to(top):
+        raise ValueError(f"the run folder {folder} resolves to {folder.resolve()}, outside {top}; refusing")
+    return folder
+
+
 def plan_runs(
     task: str,
     samplers: str,
@@ -141,8 +173,8 @@ def plan_runs(
     """Every run of a command line; refuses runs that would break their comparison. ``seeds`` is a count
     (seeds ``first_seed`` … ``first_seed + seeds − 1``) or the seeds themselves (``suite.seeds``)."""
     resolve_task(task)
-    if isinstance(seeds, int) and seeds < 1:
-        raise ValueError(f"--seeds must be at least 1, got {seeds}")
+    if isinstance(seeds, int):
+        parse_seeds(seeds, "--seeds")  # at least 1, at most MAX_SEEDS
     seed_list = range(first_seed, first_seed + seeds) if isinstance(seeds, int) else list(seeds)
     if not seed_list:
         raise ValueError("--seeds names no seed; give a count N, a range A-B or a comma list")
@@ -150,10 +182,11 @@ def plan_runs(
     for sweep in expand_sweeps(list(overrides or [])):
         for sampler in resolve_samplers(samplers):
             for seed in seed_list:
-                cfg = compose_run(task, sampler, budget, [*sweep, f"seed={seed}", f"results={results}"])
+                check(f"while planning {task}")  # a stop request ends a long planning too
+                cfg = compose_run(task, sampler, budget, [*sweep, f"seed={seed}"])
+                cfg.results = str(results)  # a path, not an override: any character may be in it
                 spec = read_spec(cfg)[0]
-                run_dir = comparison_dir(results, spec) / spec.sampler.label / f"seed{seed}"
-                runs.append(PlannedRun(cfg, run_dir))
+                runs.append(PlannedRun(cfg, run_folder(results, spec)))
     check_comparisons(runs)
     return runs
 
@@ -196,7 +229,11 @@ def run_problems(cfg: DictConfig, networks: set[str] | None = None) -> list[str]
     key = json.dumps([to_dict(spec.task_cfg), spec.budget.size], sort_keys=True, default=str)
     if networks is None or key not in networks:
         try:
-            build_model(spec, build_task(spec), "meta")
+            task = build_task(spec)
+            unguided = guidance_problem(spec.budget.eval.guidance, 1.0, bool(task.conditional))
+            if unguided and unguided not in problems:  # a range problem read_spec found already
+                problems.append(f"budget.eval.{unguided}")
+            build_model(spec, task, "meta")
         except Exception as err:  # a task or network constructor's own check, whatever it raises
             problems.append(
                 f"task {spec.task} (network preset {spec.budget.size!r}): {type(err).__name__}: {err}"
@@ -211,6 +248,7 @@ def check_runs(runs: list[PlannedRun]) -> None:
     found: dict[str, list[str]] = {}
     networks: set[str] = set()
     for run in runs:
+        check(f"while checking {run.label}")
         for problem in run_problems(run.cfg, networks):
             found.setdefault(problem, []).append(run.label)
     if found:
@@ -380,30 +418,77 @@ def child_environment(**variables: str) -> Iterator[None]:
 
 
 def _packed_child(cfg_dict: dict[str, Any], run_dir: str, report: Connection) -> None:
-    """Entry point of one packed run's process: import ``$SUITE_PLUGINS``, launch the run as
-    :func:`attempt` does, and send its (outcome, why) to the launcher."""
-    from suite.registry import import_plugins
+    """Entry point of one packed run's process (module docstring): leave the launcher's process group,
+    forget the stop signals that reached it before (the launcher forwards those), handle stop requests,
+    report ready, import ``$SUITE_PLUGINS``, launch the run as :func:`attempt` does, send its (outcome,
+    why) to the launcher and exit with the outcome's status."""
+    os.setpgid(0, 0)  # out of the terminal's foreground group: the launcher alone gets its signals
+    _die_with_parent()
+    for s in STOP_SIGNALS:  # ignoring a blocked, pending signal discards it (POSIX)
+        signal.signal(s, signal.SIG_IGN)
+    with stop_requests():
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # blocked by the launcher at the start
+        launcher = multiprocessing.parent_process()
+        if launcher is None or os.getppid() != launcher.pid:  # it died before the request was in place
+            os.kill(os.getpid(), signal.SIGTERM)
+        report.send(READY)
+        from suite.registry import import_plugins
 
-    import_plugins()
-    outcome = attempt(cfg_dict, run_dir)
+        import_plugins()
+        outcome = attempt(cfg_dict, run_dir)
     with suppress(BrokenPipeError):  # a launcher killed meanwhile; the outcome is in the run's run.json
         report.send(outcome)
     report.close()
+    sys.exit(CHILD_STATUS.get(outcome[0], EXIT_FAILED))
 
 
-def _ended(
-    process: multiprocessing.process.BaseProcess, report: Connection, stops: list[int]
-) -> tuple[str, str]:
-    """The (outcome, why) of a finished child: what it sent, else what its exit status says."""
-    if report.poll():
-        return report.recv()
-    code = process.exitcode
-    if code is not None and code < 0 and -code in stops:
-        name = signal.Signals(-code).name
-        return "interrupted", f"{name} before its training started; re-run to resume"
-    if code is not None and code < 0:
-        return "failed", f"its process was killed by {signal.Signals(-code).name}"
-    return "failed", f"its process exited with status {code} without an outcome"
+def _die_with_parent() -> None:
+    """Ask Linux to send this process SIGTERM when the launcher dies (it checkpoints and stops), since a
+    process group of its own keeps it from a terminal's hang-up; a no-op elsewhere."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM))
+
+
+@dataclass
+class _Child:
+    """A packed run's process, the end of its report pipe, whether it said ready and what it sent last."""
+
+    process: multiprocessing.process.BaseProcess
+    report: Connection
+    ready: bool = False
+    sent: tuple[str, str] | None = None
+    open: bool = True
+
+    def read(self) -> None:
+        """Take what the child sent so far (``ready``, then its outcome); stops at the end of the pipe."""
+        try:
+            while self.open and self.report.poll():
+                message = self.report.recv()
+                if message == READY:
+                    self.ready = True
+                else:
+                    self.sent = tuple(message)  # type: ignore[assignment]
+        except (EOFError, OSError):  # the child is gone: its exit status says the rest
+            self.open = False
+
+    def ended(self, run_dir: str, stops: list[int]) -> tuple[str, str]:
+        """The (outcome, why) of the finished child: what it sent, else what its exit status says, with the
+        run's log for a failure."""
+        self.read()
+        if self.sent is not None:
+            return self.sent
+        code = self.process.exitcode
+        if code is not None and code < 0 and -code in stops and not self.ready:
+            name = signal.Signals(-code).name
+            return "interrupted", f"{name} before its training started; re-run to resume"
+        how = (
+            f"killed by {signal.Signals(-code).name}"
+            if code is not None and code < 0
+            else f"exited with status {code} without an outcome"
+        )
+        return "failed", f"its process was {how}; log: {Path(run_dir) / 'log.txt'}"
 
 
 def run_concurrently(
@@ -415,14 +500,32 @@ def run_concurrently(
     spawn = multiprocessing.get_context("spawn")
     threads = str(max(1, usable_cores() // runs_per_gpu))
     results: list[tuple[str, str] | None] = [None] * len(launches)
-    running: dict[int, tuple[multiprocessing.process.BaseProcess, Connection]] = {}
-    stops: list[int] = []
+    running: dict[int, _Child] = {}
+    stops: list[int] = [requested()] if requested() is not None else []  # type: ignore[list-item]
+    told: set[int] = set()  # the children a stop was forwarded to
+
+    def tell(index: int, child: _Child) -> None:
+        """Forward the launch's stop to a ready child once."""
+        if stops and child.ready and index not in told and child.process.exitcode is None:
+            told.add(index)
+            with suppress(ProcessLookupError):
+                os.kill(child.process.pid, stops[0])  # type: ignore[arg-type]
 
     def forward(signum: int, _frame: object) -> None:
-        stops.append(signum)
-        for process, _ in running.values():
-            if process.pid is not None and process.exitcode is None:
-                os.kill(process.pid, signum)
+        if signum == signal.SIGINT and stops:  # Ctrl-C twice: abort every run and the launcher at once
+            os.write(2, b"second stop request (SIGINT): aborting every run now, without a checkpoint\n")
+            for child in running.values():
+                with suppress(ProcessLookupError):
+                    os.kill(child.process.pid, signal.SIGINT if child.ready else signal.SIGKILL)  # type: ignore[arg-type]
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
+            return
+        if not stops:
+            stops.append(signum)
+            name = signal.Signals(signum).name
+            os.write(2, f"{name}: every run stops at its next safe point; Ctrl-C again aborts\n".encode())
+        for index, child in list(running.items()):
+            tell(index, child)
 
     previous = {s: signal.signal(s, forward) for s in STOP_SIGNALS}
     try:
@@ -433,20 +536,25 @@ def run_concurrently(
                 print(f"== {labels[index]} -> {launches[index][1]}", flush=True)
                 reader, writer = spawn.Pipe(duplex=False)
                 process = spawn.Process(target=_packed_child, args=(*launches[index], writer))
-                with child_environment(OMP_NUM_THREADS=threads):
-                    process.start()
+                signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)  # the child starts with them blocked
+                try:
+                    with child_environment(OMP_NUM_THREADS=threads):
+                        process.start()
+                finally:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
                 writer.close()
-                running[index] = (process, reader)
-                if stops:  # a stop request that came while it started
-                    os.kill(process.pid, stops[-1])  # type: ignore[arg-type]
+                running[index] = _Child(process, reader)
             if not running:
                 break
-            wait([process.sentinel for process, _ in running.values()])
-            for index, (process, reader) in list(running.items()):
-                if process.exitcode is not None:
-                    process.join()
-                    results[index] = _ended(process, reader, stops)
-                    reader.close()
+            listening = [child.report for child in running.values() if child.open and not child.ready]
+            wait([child.process.sentinel for child in running.values()] + listening)
+            for index, child in list(running.items()):
+                child.read()
+                tell(index, child)
+                if child.process.exitcode is not None:
+                    child.process.join()
+                    results[index] = child.ended(launches[index][1], stops)
+                    child.report.close()
                     del running[index]
     finally:
         for s, handler in previous.items():

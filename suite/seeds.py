@@ -7,7 +7,9 @@ Three forms, in the habit of EDM's ``--seeds 0-63`` (``generate.py``'s integer l
 * a comma list of seeds and ranges ``0,2,5`` or ``0-3,8``: exactly those, in increasing order.
 
 Seed k of every sampler lives in ``seed<k>/`` and uses the same data order and initialisation, so seeds
-given twice are refused rather than run twice.
+given twice are refused rather than run twice. A seed is at most ``MAX_SEED`` (2³¹ − 1, a seed every
+generator takes), and one command or study names at most ``MAX_SEEDS`` of them (each is a run per sampler,
+planned up front): the bounds are checked on the text, before any seed list is built.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import re
 
 SEEDS_HELP = "a count N (seeds 0..N-1), a range A-B (inclusive: 0-63) or a comma list (0,2,5 or 0-3,8)"
 _RANGE = re.compile(r"(\d+)(?:-(\d+))?")
+MAX_SEED = 2**31 - 1
+MAX_SEEDS = 1000
 
 
 def parse_seeds(value: int | str, what: str = "seeds") -> tuple[int, ...]:
@@ -26,17 +30,31 @@ def parse_seeds(value: int | str, what: str = "seeds") -> tuple[int, ...]:
     if isinstance(value, int):
         if value < 1:
             raise ValueError(f"{what} must be at least 1 as a count ({SEEDS_HELP}); got {value}")
+        if value > MAX_SEEDS:
+            raise ValueError(f"{what} {value} names {value} seeds; at most {MAX_SEEDS} may be given at once")
         return tuple(range(value))
     text = str(value).replace(" ", "")
+    if len(text) > 10_000:
+        raise ValueError(f"{what} is {len(text)} characters long; give {SEEDS_HELP}")
+    huge = re.search(r"\d{11,}", text)
+    if huge:
+        raise ValueError(f"{what} {huge.group()[:12]}… is above the largest seed, {MAX_SEED}")
     if text.isdigit():
         return parse_seeds(int(text), what)
-    seeds: list[int] = []
+    bounds: list[tuple[int, int]] = []
     for part in text.split(","):
         match = _RANGE.fullmatch(part)
         if match is None or (match.group(2) is not None and int(match.group(2)) < int(match.group(1))):
             raise ValueError(f"{what} must be {SEEDS_HELP}; got {value!r} ({part!r} is none of these)")
         first = int(match.group(1))
-        seeds += range(first, int(match.group(2) or first) + 1)
+        last = int(match.group(2) or first)
+        if last > MAX_SEED:
+            raise ValueError(f"{what} {value!r}: seed {last} is above the largest seed, {MAX_SEED}")
+        bounds.append((first, last))
+    count = sum(last - first + 1 for first, last in bounds)
+    if count > MAX_SEEDS:
+        raise ValueError(f"{what} {value!r} names {count} seeds; at most {MAX_SEEDS} may be given at once")
+    seeds = [seed for first, last in bounds for seed in range(first, last + 1)]
     if len(set(seeds)) != len(seeds):
         twice = sorted({s for s in seeds if seeds.count(s) > 1})
         raise ValueError(f"{what} {value!r} name seed(s) {', '.join(map(str, twice))} more than once")

@@ -11,6 +11,7 @@ hoc profile and ``suite eval`` take the spec; the task plugin alone receives its
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -276,10 +277,20 @@ def _watch(cfg: DictConfig) -> tuple[tuple[str, ...], list[str]]:
     return tuple(dict.fromkeys(names)), []
 
 
-def guidance_problem(guidance: float, cond_dropout: float) -> str | None:
-    """Classifier-free guidance (Ho & Salimans 2022) extrapolates away from the null condition, which a run
-    trains only when ``cond_dropout`` > 0; a scale other than 1 without it is refused (None: no problem)."""
-    if guidance == 1 or cond_dropout > 0:
+def guidance_problem(guidance: float, cond_dropout: float, conditional: bool = True) -> str | None:
+    """Classifier-free guidance (Ho & Salimans 2022) extrapolates away from the null condition: a scale in
+    (0, ∞); other than 1 only on a conditional task (``conditional``) whose run trains the null condition
+    (``cond_dropout`` > 0). None: no problem."""
+    if not math.isfinite(guidance) or guidance <= 0:
+        return f"guidance {guidance!r}: must be a number in (0, inf); 1 is no guidance"
+    if guidance == 1:
+        return None
+    if not conditional:
+        return (
+            f"guidance {guidance!r}: the task is unconditional (it has no condition, so no null condition to "
+            "guide away from); only guidance 1 applies"
+        )
+    if cond_dropout > 0:
         return None
     return (
         f"budget.eval.guidance={guidance!r} with task.cond_dropout=0: the null condition is never trained; "

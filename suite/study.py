@@ -158,13 +158,28 @@ def _target(path: Path, value: Any, samplers: tuple[str, ...]) -> str | None:
     return str(value)
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a mapping that gives a key twice (the plain loader keeps the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} given twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_study(path: str | Path) -> Study:
     """Read and check a study file (format in the module docstring); errors name the file and the key."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no study file {path}")
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # a SafeLoader
     except yaml.YAMLError as err:
         where = getattr(err, "problem_mark", None)
         at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
@@ -345,8 +360,11 @@ def restrict_to_study(
         )
     runs = grid_runs(plan_study(study, results))
     planned = {str(run.run_dir.resolve()): run for run in runs}
-    mine = df[df["run_dir"].map(lambda folder: str(Path(folder).resolve()) in planned)]
-    present = {str(Path(folder).resolve()) for folder in finished(mine)["run_dir"]}
+    if df.empty:  # no records at all: every run of the grid is missing
+        mine, present = df, set()
+    else:
+        mine = df[df["run_dir"].map(lambda folder: str(Path(folder).resolve()) in planned)]
+        present = {str(Path(folder).resolve()) for folder in finished(mine)["run_dir"]}
     missing = [run for key, run in planned.items() if key not in present]
     lines = [
         *describe_study(study).splitlines(),

@@ -62,7 +62,7 @@ from suite.spec import RunSpec, run_spec
 from suite.state import TrainingState
 from suite.stopping import Interrupted, interrupted, requested, stop_requests
 from suite.task import Task, TaskData, augment_share
-from suite.watch import Watchers, evaluation_line, format_eta, run_log, save_samples
+from suite.watch import Watchers, evaluation_line, format_eta, run_log, save_preview
 
 
 class Trainer:
@@ -212,10 +212,7 @@ class Trainer:
                 prefix = f"[{spec.task}/{spec.sampler.label}/seed{spec.seed}]"
                 for row in rows:
                     print(f"{prefix} {evaluation_line(row)}", flush=True)
-                try:
-                    save_samples(self.dir.path / "samples", state.nimg, self.evaluator.preview)
-                except ValueError as err:  # a plugin's decode output of another form: the run goes on
-                    print(f"warning: {err}; samples at kimg {state.nimg / 1000:g} not saved", flush=True)
+                save_preview(self.dir.path / "samples", state.nimg, self.evaluator.preview)
                 if self.watchers is not None:
                     self.watchers.log(state.nimg, {f"eval/{row['metric']}": row["value"] for row in rows})
         if self._agree(abandoned):

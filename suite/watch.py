@@ -21,8 +21,10 @@ torchvision's ``make_grid``), a sequence or text task's decoded strings as ``sam
 
 ``watch: [tensorboard, wandb]`` (a run config key that enters no hash: watching does not change the
 numbers) logs each tick's loss and seconds per kimg and each evaluation's value, at step = processed
-examples. TensorBoard event files go to the run folder's ``tensorboard/`` (a resumed run purges the events
-after its checkpoint, as its records do); W&B writes to the run folder's ``wandb/``, honours
+examples. TensorBoard event files go to the run folder's ``tensorboard/``; a run that restarts (from its
+checkpoint or from scratch) first rewrites the event files there without the events past its restored
+point (``prune_events``), as its records drop the rows past it, so no step is in the raw files twice;
+W&B writes to the run folder's ``wandb/``, honours
 ``WANDB_MODE=offline`` (then ``wandb sync`` uploads later), and its run id is derived from the run folder,
 so every requeue of a run continues one W&B run. Neither package is needed unless asked for.
 """
@@ -38,6 +40,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
+from suite.outputs import claim
 from suite.records import append_text, check_write, now, write_atomic
 
 WATCHERS = ("tensorboard", "wandb")
@@ -168,8 +171,21 @@ def encode_samples(decoded: Any) -> bytes:
 def save_samples(folder: str | os.PathLike, nimg: int, decoded: Any) -> Path:
     """Write decoded samples of the point ``nimg`` into ``folder`` (atomically)."""
     path = samples_path(folder, nimg, decoded)
+    claim(path)
     write_atomic(path, encode_samples(decoded))
     return path
+
+
+def save_preview(folder: str | os.PathLike, nimg: int, decoded: Any) -> Path | None:
+    """:func:`save_samples` for a run's evaluation point: samples that cannot be encoded (a plugin's decode
+    of another form) or written (a full disk, a file-size limit) leave one warning line naming the point and
+    why, and the run goes on (its records are written already); None then."""
+    try:
+        return save_samples(folder, nimg, decoded)
+    except (ValueError, OSError) as err:
+        why = str(err) if isinstance(err, ValueError) else f"{type(err).__name__}: {err}"
+        print(f"warning: samples at kimg {nimg / 1000:g} not saved in {folder}: {why}", flush=True)
+        return None
 
 
 # -- TensorBoard and W&B -------------------------------------------------------------------------------
@@ -197,6 +213,24 @@ def wandb_run_id(run_dir: str | os.PathLike) -> str:
     return f"suite-{stable_hash(os.path.realpath(run_dir), length=16)}"
 
 
+def prune_events(folder: Path, nimg: int) -> None:
+    """Rewrite each TensorBoard event file in ``folder`` (atomically) without its events past step ``nimg``:
+    those of an earlier attempt, which the restarted run logs again."""
+    from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.summary.writer.record_writer import RecordWriter
+
+    for path in sorted(folder.glob("events.out.tfevents.*")):
+        records = list(RawEventFileLoader(str(path)).Load())
+        kept = [record for record in records if Event.FromString(record).step <= nimg]
+        if len(kept) < len(records):
+            buffer = io.BytesIO()
+            writer = RecordWriter(buffer)
+            for record in kept:
+                writer.write(record)
+            write_atomic(path, buffer.getvalue())
+
+
 class Watchers:
     """The asked-for loggers of one run (none: every call does nothing)."""
 
@@ -213,7 +247,7 @@ class Watchers:
             from torch.utils.tensorboard import SummaryWriter
 
             check_write(self.run_dir / "tensorboard")
-            # events of an earlier attempt past the restored point are dropped by TensorBoard's readers
+            prune_events(self.run_dir / "tensorboard", nimg)
             self.tensorboard = SummaryWriter(str(self.run_dir / "tensorboard"), purge_step=nimg + 1)
         if "wandb" in names:
             import wandb

@@ -1,5 +1,6 @@
 """``suite eval``: re-scoring a finished run's saved snapshots without the trainer."""
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -110,3 +111,58 @@ def test_rescoring_on_infogrid_adds_labelled_rows_and_leaves_every_published_row
     (stem,) = {name.split("_")[0] for name in figures}
     slugs = ("infogrid-4steps", "infogrid-rescaled-8steps")
     assert set(figures_after) - set(figures) == {f"{stem}_quality-fd-rand-test-{slug}.png" for slug in slugs}
+
+
+@pytest.mark.parametrize("guidance", ["3", "0", "-1", "nan", "inf"])
+def test_eval_refuses_guidance_on_an_unconditional_task_and_outside_zero_to_infinity(
+    run_dir, guidance, capsys
+):
+    before = (run_dir / "records.jsonl").read_bytes()
+    assert cli.main(["eval", str(run_dir), "--guidance", guidance]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: --guidance: guidance {float(guidance)!r}: ")
+    positive = float(guidance) > 0 and float(guidance) != float("inf")
+    assert ("the task is unconditional" if positive else "must be a number in (0, inf)") in err
+    assert (run_dir / "records.jsonl").read_bytes() == before
+
+
+def test_a_metric_value_that_is_not_finite_fails_the_evaluation_naming_it():
+    from suite.evaluation import InvalidMetricValue, finite_result
+
+    assert finite_result({"value": 2.5, "range_std": 0.1}, "fid", 1000) == {"value": 2.5, "range_std": 0.1}
+    for value in (float("nan"), float("inf"), None):
+        with pytest.raises(InvalidMetricValue) as err:
+            finite_result({"value": value}, "fid", 2560)
+        assert (
+            str(err.value)
+            == f"fid at kimg 2.56 is {value!r}, not a finite number; the evaluation wrote no row"
+        )
+
+
+@pytest.mark.slow
+def test_nan_statistics_in_the_cache_fail_the_evaluation_in_one_line_and_the_run_is_not_done(
+    tmp_path, monkeypatch, capsys
+):
+    import numpy as np
+
+    monkeypatch.setenv("SUITE_CACHE", str(tmp_path / "cache"))
+    data = write_mnist_format(tmp_path / "idx")
+    tiny = [*TINY, "budget.kimg=0.032", "budget.eval_points=1", "budget.checkpoint_kimg=0.032"]
+
+    def run(seed: str) -> int:
+        argv = ["run", "--task", "bfashion", "--sampler", "edm", "--seeds", seed, "--results", str(tmp_path)]
+        return cli.main([*argv, f"task.root={data}", *tiny])
+
+    assert run("0-0") == 0  # writes the reference statistics into the cache
+    (cached,) = (tmp_path / "cache" / "fid-stats").glob("*.npz")
+    with np.load(cached) as archive:
+        np.savez(cached, mu=np.full_like(archive["mu"], np.nan), sigma=archive["sigma"])
+    capsys.readouterr()
+    assert run("1-1") == 1
+    out, err = capsys.readouterr()
+    refusal = f"ValueError: refusing cached FID reference statistics {cached}: its mu holds 32 non-finite"
+    assert f"  failed       bfashion/smoke/edm/seed1  {refusal}" in out
+    assert err.count(refusal) == 1 and "Traceback" not in err
+    (folder,) = tmp_path.glob("runs/*/edm/seed1")
+    assert read_jsonl(folder / "records.jsonl") == []
+    assert json.loads((folder / "run.json").read_text())["status"] == "failed"

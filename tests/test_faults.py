@@ -753,7 +753,7 @@ def test_a_lease_of_pid_1_without_a_start_time_is_broken_by_suite_lease_break_an
     busy = run(results, fashion)
     assert busy.returncode == 3 and "busy" in busy.stdout, busy.stdout + busy.stderr
     assert sorted((p.name, p.stat().st_size) for p in folder.rglob("*") if p.is_file()) == before
-    broken = subprocess.run(cli_command("lease", "break", str(folder)), env=cli_env(), **CAPTURE)
+    broken = subprocess.run(cli_command("lease", "break", "--force", str(folder)), env=cli_env(), **CAPTURE)
     assert broken.returncode == 0 and "pid 1" in broken.stdout, broken.stdout + broken.stderr
     rerun = run(results, fashion)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr

@@ -17,7 +17,9 @@ import pytest
 import torch
 from payloads import MakeDirOnUnpickle
 from torch_fidelity.feature_extractor_inceptionv3 import URL_INCEPTION_V3, FeatureExtractorInceptionV3
+from torch_fidelity.feature_extractor_vgg16 import FeatureExtractorVGG16
 from torch_fidelity.metric_fid import fid_input_id_to_statistics
+from torch_fidelity.registry import FEATURE_EXTRACTORS_REGISTRY
 from torch_fidelity.utils import (
     cache_lookup_one_recompute_on_miss,
     create_feature_extractor,
@@ -419,3 +421,144 @@ def test_frechet_distance_matches_torch_fidelity_formula(n):
     ours = frechet_distance(generated, ref_stats["mu"], ref_stats["sigma"])
     # torch-fidelity takes √ of the ~1e-15 round-off eigenvalues of the rank-deficient product: ~1e-8 relative
     assert ours == pytest.approx(expected, rel=1e-6)
+
+
+def statistics_of(ref):
+    """A valid mu [32] and sigma [32, 32] of `ref` in the test extractor's features."""
+    return rand_fd(Path("unused")).statistics(ref)
+
+
+def header_bomb(path, mu):
+    """An .npz whose sigma's header claims 10¹² × 10¹² float64 (8 zettabytes) over a few bytes of data."""
+    import zipfile
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f8", "fortran_order": False, "shape": (10**12, 10**12)}
+    )
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("mu.npy", npy_bytes(mu))
+        archive.writestr("sigma.npy", header.getvalue() + bytes(64))
+
+
+POISONS = {
+    "nan mu": (lambda mu, sigma: (np.where(np.arange(32) == 3, np.nan, mu), sigma), "mu holds 1 non-finite"),
+    "inf sigma": (
+        lambda mu, sigma: (mu, np.where(np.eye(32) > 0, np.inf, sigma)),
+        "sigma holds 32 non-finite",
+    ),
+    "asymmetric": (lambda mu, sigma: (mu, sigma + np.triu(np.full((32, 32), 0.01), 1)), "not symmetric"),
+    "negated": (lambda mu, sigma: (mu, -sigma), "not positive semi-definite"),
+}
+
+
+@pytest.mark.parametrize("poison", [*POISONS, "header bomb"])
+def test_cached_statistics_that_are_not_statistics_are_refused_before_a_distance_is_computed(
+    tmp_path, poison
+):
+    ref, gen = blobs(40, seed=0), blobs(40, seed=1)
+    fd = rand_fd(tmp_path / "c")
+    clean = fd(gen, ref)
+    path = fd.reference_statistics_path(ref)
+    mu, sigma = statistics_of(ref)
+    if poison == "header bomb":
+        header_bomb(path, mu)
+        problem = "sigma float64 (1000000000000, 1000000000000); expected float (32,) and (32, 32)"
+    else:
+        change, problem = POISONS[poison]
+        write_reference_statistics(path, *change(mu, sigma))
+    with pytest.raises(ValueError) as err:
+        fd(gen, ref)
+    message = str(err.value)
+    assert message.startswith(f"refusing cached FID reference statistics {path}: ") and problem in message
+    assert "\n" not in message
+    path.unlink()
+    assert fd(gen, ref) == clean  # recomputed once the file is gone
+
+
+def test_the_statistics_of_fewer_samples_than_features_pass_the_checks():
+    """A covariance of n < d features is singular, with round-off eigenvalues of either sign."""
+    from suite.metrics.fid import statistics_problem
+
+    features = np.random.default_rng(0).normal(size=(5, 32)) * 1e3
+    sigma = np.cov(features, rowvar=False)
+    assert np.linalg.eigvalsh(sigma).min() < 0 < np.linalg.eigvalsh(sigma).max()  # the round-off
+    assert statistics_problem(features.mean(0), sigma) is None
+    below = sigma - 1e-6 * np.abs(sigma).max() * np.eye(32)  # an eigenvalue -1e-6 of the scale: not round-off
+    assert "not positive semi-definite" in statistics_problem(features.mean(0), below)
+
+
+@pytest.mark.parametrize("poison", ["nan mu", "asymmetric", "negated"])
+def test_fid_calc_against_statistics_that_are_not_statistics_exits_non_zero_naming_the_file(
+    tmp_path, capsys, poison
+):
+    from test_habits import write_pngs
+
+    from suite.cli import main
+
+    ref = blobs(40, seed=0)
+    images = write_pngs(tmp_path / "gen", blobs(8, seed=1).numpy())
+    stats = tmp_path / "stats.npz"
+    change, problem = POISONS[poison]
+    write_reference_statistics(stats, *change(*statistics_of(ref)))
+    common = ["--feature-extractor", fid_extractor.NAME, "--device", "cpu"]
+    assert main(["fid", "calc", "--images", str(images), "--ref", str(stats), *common]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith(f"error: refusing cached FID reference statistics {stats}: ")
+    assert problem in captured.err
+
+
+OTHER_EXTRACTORS = sorted(set(FEATURE_EXTRACTORS_REGISTRY) - {"inception-v3-compat"})  # with the plugin's
+
+
+@pytest.mark.parametrize("extractor", OTHER_EXTRACTORS)
+def test_every_other_extractors_weights_with_a_reduce_payload_never_run_it(extractor, isolated_caches):
+    """Every extractor torch-fidelity has (and the test plugin's): its weights file holding a pickled
+    object is refused naming the file before torch-fidelity could read it, and the payload never runs."""
+    from suite.metrics.extractor_weights import vgg16_hub_path
+
+    marker = isolated_caches / "payload-ran"
+    weights = isolated_caches / "mine" / f"{extractor}.pth"
+    weights.parent.mkdir(parents=True)
+    torch.save({"features.0.weight": MakeDirOnUnpickle(marker)}, weights)
+    options = {"feature_extractor": extractor, "weights_path": str(weights)}
+    with pytest.raises(ValueError) as err:
+        FIDMetric(options, torch.device("cpu"), isolated_caches / "suite")
+    message = str(err.value)
+    assert str(weights) in message and "\n" not in message
+    if extractor.startswith(("clip-", "dinov2-")):
+        assert message.startswith(f"refusing feature extractor {extractor} (weights {weights}): torch")
+    else:
+        assert message.startswith(f"refusing {extractor} weights {weights}: it holds an object built by")
+    assert not marker.exists()
+    if extractor == "vgg16":  # the file torchvision's download leaves in torch.hub's cache, read the same way
+        hub = vgg16_hub_path()
+        assert hub.parent == isolated_caches / "torch" / "hub" / "checkpoints"
+        hub.parent.mkdir(parents=True)
+        weights.rename(hub)
+        with pytest.raises(ValueError, match=f"refusing vgg16 weights {hub}: it holds an object built by"):
+            FIDMetric({"feature_extractor": "vgg16"}, torch.device("cpu"), isolated_caches / "suite")
+        assert not marker.exists()
+        # The same file through torch-fidelity's own loader runs the payload.
+        with pytest.raises(Exception):  # noqa: B017  (whatever load_state_dict makes of the payload's result)
+            FeatureExtractorVGG16("vgg16", ["fc2"], feature_extractor_weights_path=str(hub))
+        assert marker.is_dir()
+
+
+def test_vgg16_without_weights_names_the_download_and_where_it_goes(isolated_caches):
+    from suite.metrics.extractor_weights import VGG16_URL, vgg16_hub_path
+
+    with pytest.raises(FileNotFoundError) as err:
+        FrechetDistance("vgg16", cuda=False)
+    assert str(err.value) == f"no vgg16 weights at {vgg16_hub_path()}; download {VGG16_URL} there"
+
+
+def test_a_plugin_extractor_gets_given_weights_as_tensors_and_keys_its_statistics_by_them(tmp_path):
+    weights = tmp_path / "w.pt"
+    torch.save({"a": torch.ones(3)}, weights)
+    fd = FrechetDistance(fid_extractor.NAME, weights, batch_size=50, cuda=False, cache_dir=tmp_path / "c")
+    assert fd.weights_key == weights_digest({"a": torch.ones(3)})[:16]
+    assert fd(blobs(20, seed=1), blobs(20, seed=0)) == rand_fd(tmp_path / "d")(
+        blobs(20, seed=1), blobs(20, seed=0)
+    )

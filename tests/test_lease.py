@@ -223,9 +223,12 @@ def test_a_lease_naming_pid_1_without_a_start_time_is_broken_by_suite_lease_brea
     from suite.cli import main
 
     plant(tmp_path, pid=1, start_ticks=None, token="init")
+    (tmp_path / "config.yaml").write_text("{}\n")  # a run folder
     with pytest.raises(RunBusy, match=rf"{os.uname().nodename} pid 1 since"):
         Lease(tmp_path, timeout=60, interval=1).acquire(patience=0.2)
-    assert main(["lease", "break", str(tmp_path)]) == 0
+    assert main(["lease", "break", str(tmp_path)]) == 2  # live: only with --force
+    assert "the lease of" in capsys.readouterr().err and (tmp_path / LEASE_FILE).exists()
+    assert main(["lease", "break", "--force", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert f"held by {os.uname().nodename} pid 1 since" in out and "; live" in out
     assert f"broke the lease of {tmp_path}" in out and not (tmp_path / LEASE_FILE).exists()
@@ -239,12 +242,31 @@ def test_a_lease_naming_pid_1_without_a_start_time_is_broken_by_suite_lease_brea
 def test_breaking_a_live_holders_lease_stops_it_at_its_next_write(tmp_path, capsys):
     from suite.cli import main
 
+    (tmp_path / "config.yaml").write_text("{}\n")  # a run folder
     with Lease(tmp_path):
-        assert main(["lease", "break", str(tmp_path)]) == 0
+        assert main(["lease", "break", "--force", str(tmp_path)]) == 0
         assert f"pid {os.getpid()} since" in capsys.readouterr().out
         with pytest.raises(LeaseLost, match="lease.json is gone"):
             RunDirectory(tmp_path).update(status="running")
     assert not (tmp_path / "run.json").exists()
+
+
+def test_lease_break_refuses_a_folder_that_is_not_a_run_and_a_live_lease_without_force(tmp_path, capsys):
+    from suite.cli import main
+
+    plant(tmp_path, pid=dead_pid(), token="dead")
+    assert main(["lease", "break", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {tmp_path} is not a run folder (no run.json or config.yaml); give one " \
+        "(…/runs/<comparison>/<sampler>/seed<k>)\n"  # fmt: skip
+    assert (tmp_path / LEASE_FILE).exists()
+    (tmp_path / "run.json").write_text("{}")
+    assert main(["lease", "break", str(tmp_path)]) == 0  # stale: no --force needed
+    assert "; stale" in capsys.readouterr().out and not (tmp_path / LEASE_FILE).exists()
+    with Lease(tmp_path):
+        assert main(["lease", "break", str(tmp_path)]) == 2
+        assert "is live; add --force to break it anyway" in capsys.readouterr().err
+        assert read_holder(tmp_path).pid == os.getpid()
 
 
 def test_break_lock_left_by_a_dead_process_is_cleared(tmp_path):

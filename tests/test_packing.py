@@ -7,7 +7,10 @@ with the two runs launched one after the other under the same number of CPU thre
 (cores // 2): the evaluation rows, stats rows and density logs equal value for value (timings aside). A
 packed launch is SIGKILLed with its children mid-run (each child held at its first checkpoint by SIGSTOP, so
 neither can finish first), re-run and stopped by a SIGTERM to the launcher alone (forwarded: both children
-checkpoint, exit 130), and re-run again: it ends equal to the one-by-one runs. The SLURM array plan is
+checkpoint, exit 130), and re-run again: it ends equal to the one-by-one runs. A Ctrl-C as a terminal sends
+it (SIGINT to the launcher's process group, where the children no longer are) stops both children at a
+checkpoint with status 130; a child SIGKILLed mid-run is a failed run named in the summary with its log while
+the other finishes; each re-run ends equal to the one-by-one runs. The SLURM array plan is
 checked without a cluster; the test marked ``slurm`` packs two runs into one array task of a real one.
 """
 
@@ -18,7 +21,8 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -95,14 +99,37 @@ def holder_pid(results: Path, sampler: str) -> int | None:
         return None
 
 
-def poll(what: str, check: Callable[[], bool], proc: subprocess.Popen) -> None:
+def kill(proc: subprocess.Popen, children: Iterable[int]) -> None:
+    """SIGKILL a launch: its process group and its children, each in a group of its own."""
+    for pid in [proc.pid, *children]:
+        with suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+def poll(what: str, check: Callable[[], bool], proc: subprocess.Popen, children: Iterable[int] = ()) -> None:
     """Wait until ``check()`` holds, failing with the launch's output if it ends first or time runs out."""
     deadline = time.monotonic() + DEADLINE_S
     while not check():
         if proc.poll() is not None or time.monotonic() > deadline:
-            os.killpg(proc.pid, signal.SIGKILL)
+            kill(proc, children)
             pytest.fail(f"no {what}: the launch ended ({proc.returncode}) or timed out:\n{finish(proc)}")
         time.sleep(0.02)
+
+
+def hold_at_first_checkpoint(results: Path, proc: subprocess.Popen) -> dict[str, int]:
+    """SIGSTOP each packed child at its run's first checkpoint (so neither can finish first): their pids."""
+    held: dict[str, int] = {}
+
+    def both_held() -> bool:
+        for sampler in SAMPLERS:
+            pid = holder_pid(results, sampler)
+            if sampler not in held and pid and list(run_dir(results, sampler).glob("checkpoints/ckpt-*")):
+                os.kill(pid, signal.SIGSTOP)
+                held[sampler] = pid
+        return len(held) == len(SAMPLERS)
+
+    poll("first checkpoint of both runs", both_held, proc, held.values())
+    return held
 
 
 def assert_equal_to(results: Path, reference: Path) -> None:
@@ -183,18 +210,8 @@ def test_a_packed_launch_killed_then_stopped_by_sigterm_resumes_both_runs_to_the
     results = tmp_path / "packed"
     # SIGKILL the launcher and both children mid-run: each child is held (SIGSTOP) at its first checkpoint.
     proc = launch(results, "--runs-per-gpu", str(PACK))
-    held: dict[str, int] = {}
-
-    def both_held() -> bool:
-        for sampler in SAMPLERS:
-            pid = holder_pid(results, sampler)
-            if sampler not in held and pid and list(run_dir(results, sampler).glob("checkpoints/ckpt-*")):
-                os.kill(pid, signal.SIGSTOP)
-                held[sampler] = pid
-        return len(held) == len(SAMPLERS)
-
-    poll("first checkpoint of both runs", both_held, proc)
-    os.killpg(proc.pid, signal.SIGKILL)
+    held = hold_at_first_checkpoint(results, proc)
+    kill(proc, held.values())
     finish(proc)
     for sampler in SAMPLERS:
         assert info(results, sampler)["status"] == "running"  # killed mid-run, its lease left behind
@@ -215,14 +232,17 @@ def test_a_packed_launch_killed_then_stopped_by_sigterm_resumes_both_runs_to_the
                 held[sampler] = pid
         return len(held) == len(SAMPLERS)
 
-    poll("resumed training of both runs", both_resumed, proc)
+    poll("resumed training of both runs", both_resumed, proc, held.values())
     assert not set(held.values()) & {*killed.values(), proc.pid}
     # Stopped before the signal comes: of two pending signals the lower-numbered, SIGTERM, is taken first.
     poll(
-        "both children stopped", lambda: all(proc_status(pid, "State") == "T" for pid in held.values()), proc
+        "both children stopped",
+        lambda: all(proc_status(pid, "State") == "T" for pid in held.values()),
+        proc,
+        held.values(),
     )
     proc.send_signal(signal.SIGTERM)  # the launcher alone; it forwards it to the held children
-    poll("SIGTERM forwarded", lambda: all(sigterm_pending(pid) for pid in held.values()), proc)
+    poll("SIGTERM forwarded", lambda: all(sigterm_pending(pid) for pid in held.values()), proc, held.values())
     for pid in held.values():
         os.kill(pid, signal.SIGCONT)
     out = finish(proc)
@@ -236,6 +256,61 @@ def test_a_packed_launch_killed_then_stopped_by_sigterm_resumes_both_runs_to_the
     proc = launch(results, "--runs-per-gpu", str(PACK))
     out = finish(proc)
     assert proc.returncode == 0, out
+    assert_equal_to(results, one_by_one)
+
+
+def assert_stopped_at_a_checkpoint(results: Path, sampler: str) -> None:
+    """The run is interrupted and its newest checkpoint is at the point it stopped."""
+    folder = run_dir(results, sampler)
+    assert info(results, sampler)["status"] == "interrupted"
+    newest = list_checkpoints(folder / "checkpoints")[-1]
+    assert int(newest.stem.split("-")[1]) == round(info(results, sampler)["kimg"] * 1000), newest
+
+
+@pytest.mark.slow
+def test_ctrl_c_to_the_process_group_of_a_packed_launch_stops_each_child_once_at_a_checkpoint(
+    tmp_path, one_by_one
+):
+    results = tmp_path / "packed"
+    proc = launch(results, "--runs-per-gpu", str(PACK))
+    held = hold_at_first_checkpoint(results, proc)
+    for pid in held.values():
+        assert os.getpgid(pid) == pid != os.getpgid(proc.pid)  # each child leads a group of its own
+        os.kill(pid, signal.SIGCONT)
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the foreground process group
+    out = finish(proc)
+    assert proc.returncode == 130, out
+    assert "aborting" not in out and "EOFError" not in out, out
+    for sampler in SAMPLERS:
+        assert f"  interrupted  bfashion/smoke/{sampler}/seed0  stopped by SIGINT at kimg" in out, out
+        assert_stopped_at_a_checkpoint(results, sampler)
+
+    proc = launch(results, "--runs-per-gpu", str(PACK))
+    out = finish(proc)
+    assert proc.returncode == 0, out
+    assert_equal_to(results, one_by_one)
+
+
+@pytest.mark.slow
+def test_a_packed_child_killed_mid_run_is_a_failed_run_named_with_its_log_and_the_other_finishes(
+    tmp_path, one_by_one
+):
+    results = tmp_path / "packed"
+    proc = launch(results, "--runs-per-gpu", str(PACK))
+    held = hold_at_first_checkpoint(results, proc)
+    os.kill(held["edm"], signal.SIGKILL)
+    os.kill(held["infonoise"], signal.SIGCONT)
+    out = finish(proc)
+    assert proc.returncode == 1, out
+    log = run_dir(results, "edm") / "log.txt"
+    assert f"  failed       bfashion/smoke/edm/seed0  its process was killed by SIGKILL; log: {log}" in out
+    assert "  done         bfashion/smoke/infonoise/seed0" in out and "EOFError" not in out, out
+    assert info(results, "edm")["status"] == "running"  # killed: its lease left for the re-run to take
+
+    proc = launch(results, "--runs-per-gpu", str(PACK))
+    out = finish(proc)
+    assert proc.returncode == 0, out
+    assert "done already: bfashion/smoke/infonoise/seed0" in out
     assert_equal_to(results, one_by_one)
 
 

@@ -93,3 +93,31 @@ def test_a_guidance_scale_without_a_trained_null_condition_is_refused():
         "cifar10_cond", "edm", "smoke", ["task.cond_dropout=0.1", "budget.eval.guidance=1.5"]
     )
     assert run_spec(trained).budget.eval.guidance == 1.5
+
+
+@pytest.mark.parametrize("guidance", [0.0, -1.0, float("nan"), float("inf"), float("-inf")])
+def test_a_guidance_scale_outside_zero_to_infinity_is_refused_naming_it(guidance):
+    cfg = compose_run(
+        "cifar10_cond", "edm", "smoke", ["task.cond_dropout=0.1", f"budget.eval.guidance={guidance}"]
+    )
+    with pytest.raises(SpecError) as err:
+        run_spec(cfg)
+    (line,) = [problem for problem in err.value.problems if "guidance" in problem]
+    assert f"guidance {guidance!r}: must be a number in (0, inf)" in line or line == (
+        f"budget.eval.guidance={guidance!r}: must be a number >= 0"  # the reader's own range check
+    )
+
+
+def test_a_guidance_scale_on_an_unconditional_task_is_refused_as_unconditional_before_a_run():
+    from suite.runner import run_problems
+
+    cfg = compose_run("bfashion", "edm", "smoke", ["budget.eval.guidance=3"])  # trains a null condition
+    assert run_spec(cfg).budget.eval.guidance == 3  # the spec alone cannot tell: the task decides
+    assert run_problems(cfg) == [
+        "budget.eval.guidance 3.0: the task is unconditional (it has no condition, so no null condition to "
+        "guide away from); only guidance 1 applies"
+    ]
+    conditional = compose_run(
+        "cifar10_cond", "edm", "smoke", ["task.cond_dropout=0.1", "budget.eval.guidance=3"]
+    )
+    assert run_problems(conditional) == []

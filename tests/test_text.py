@@ -379,3 +379,27 @@ def test_a_document_over_the_cap_is_skipped_in_memory_bounded_by_the_cap_and_hf_
         Repeating(document_line(name, size), size).read().decode().strip() for name, size in near_cap
     ]
     assert list((tmp_path / "hf").iterdir()) == [] and not (tmp_path / "owt" / ".conversion").exists()
+
+
+@pytest.mark.parametrize("cut", ["inner", "member", "outer"])
+def test_a_cut_openwebtext_archive_is_one_line_naming_it_and_leaves_no_temporary_folder(
+    tmp_path, cut
+) -> None:
+    docs = [(f"{i}.txt", f"{DOCUMENTS[i]}\n".encode()) for i in range(3)]
+    inner = lzma.compress(tar_bytes(docs))
+    if cut == "inner":  # the .xz member cut short, inside a well-formed outer tar
+        subset = tar_bytes([("openwebtext/urlsf_subset00-1_data.xz", inner[: len(inner) // 2])])
+    elif cut == "member":  # the subset archive cut in the middle of its member's data
+        subset = tar_bytes([("openwebtext/urlsf_subset00-1_data.xz", inner)])[:700]
+    else:  # the subset archive cut in its first header
+        subset = tar_bytes([("openwebtext/urlsf_subset00-1_data.xz", inner)])[:300]
+    archive = tmp_path / "raw" / "subsets" / "urlsf_subset00.tar"
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(subset)
+    with pytest.raises(ValueError) as err:
+        download_openwebtext(str(tmp_path / "raw"), tmp_path / "owt")
+    message = str(err.value)
+    where = str(archive) if cut == "outer" else f"{archive}: openwebtext/urlsf_subset00-1_data.xz"
+    assert message.startswith(f"{where} is cut short or damaged (") and "download" in message
+    assert "\n" not in message
+    assert not (tmp_path / "owt").exists()  # neither DEST/.conversion nor the DEST this call made

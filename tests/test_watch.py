@@ -201,3 +201,61 @@ def test_progress_bars_are_drawn_only_where_asked_or_watched_at_a_terminal_outsi
     monkeypatch.setenv("SLURM_JOB_ID", "12")
     assert list(progress(range(3), total=3, desc="generating")) == [0, 1, 2]
     assert capsys.readouterr().err == ""  # a SLURM job's log gets no bar (nor does any non-terminal)
+
+
+def raw_steps(folder: Path) -> list[tuple[str, int]]:
+    """(tag, step) of every scalar in the raw event files of ``folder``, as written (no reader's purging)."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    found = []
+    for path in sorted(folder.glob("events.out.tfevents.*")):
+        for event in EventFileLoader(str(path)).Load():
+            found += [(value.tag, event.step) for value in event.summary.value]
+    return found
+
+
+@pytest.mark.parametrize("restored", [0, 64])
+def test_a_restart_leaves_no_step_twice_in_the_raw_tensorboard_event_files(tmp_path, restored):
+    """A restart from scratch (0) or from a checkpoint (64) logs again what an earlier attempt logged past
+    its restored point; the raw files then hold each step once, the earlier attempt's up to that point."""
+    from suite.watch import Watchers
+
+    first = Watchers(["tensorboard"], tmp_path, "edm", {}, 0)
+    for nimg in (32, 64, 96):
+        first.log(nimg, {"train/loss": 1.0})
+    first.close()
+    again = Watchers(["tensorboard"], tmp_path, "edm", {}, restored)
+    for nimg in (32, 64, 96, 128):
+        if nimg > restored:
+            again.log(nimg, {"train/loss": 2.0})
+    again.close()
+    steps = raw_steps(tmp_path / "tensorboard")
+    assert sorted(steps) == [("train/loss", n) for n in (32, 64, 96, 128)]
+
+
+def test_a_preview_that_cannot_be_written_is_reported_in_one_line_and_the_run_goes_on(tmp_path, capsys):
+    """A write the kernel refuses (the file-size limit: EFBIG, as a full disk gives ENOSPC) of the PNG."""
+    import resource
+
+    import torch
+
+    from suite.watch import save_preview
+
+    images = torch.randint(
+        0, 256, (16, 1, 28, 28), dtype=torch.uint8, generator=torch.Generator().manual_seed(0)
+    )
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write then fails instead of killing
+    resource.setrlimit(resource.RLIMIT_FSIZE, (512, hard))
+    try:
+        assert save_preview(tmp_path / "samples", 256, images) is None
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous)
+    out = capsys.readouterr().out
+    assert out.startswith(f"warning: samples at kimg 0.256 not saved in {tmp_path / 'samples'}: OSError: ")
+    assert out.count("\n") == 1 and "File too large" in out
+    assert list((tmp_path / "samples").iterdir()) == []  # neither the PNG nor a temporary file
+    assert (
+        save_preview(tmp_path / "samples", 256, images) == tmp_path / "samples" / "samples-000000000256.png"
+    )

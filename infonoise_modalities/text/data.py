@@ -36,6 +36,7 @@ lock raced by two waiters) write identical bytes, so the rename keeps the cache 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import lzma
@@ -265,45 +266,73 @@ def read_openwebtext_archives(
         raise FileNotFoundError(f"no OpenWebText subset archives (subsets/*.tar) in {folder}")
     tally = ArchiveTally() if tally is None else tally
     for archive in archives:
-        read = 0
-        with tarfile.open(archive) as outer:
-            for member in outer:
-                if member.isdir():
-                    continue
-                if not member.isfile():
-                    _skip(f"{archive}: {member.name}", _not_regular(member))
-                    tally.non_regular += 1
-                    continue
-                inner_file = outer.extractfile(member) if member.name.endswith(".xz") else None
-                if inner_file is not None:
-                    with (
-                        inner_file,
-                        lzma.open(inner_file) as xz,
-                        tarfile.open(fileobj=xz, mode="r|") as inner,
-                    ):
-                        for doc in inner:
-                            where = f"{archive}: {member.name}: {doc.name}"
-                            if doc.isdir():
-                                continue
-                            if not doc.isfile():
-                                _skip(where, _not_regular(doc))
-                                tally.non_regular += 1
-                                continue
-                            if not doc.name.endswith(".txt"):
-                                continue
-                            if doc.size > max_document_bytes:
-                                _skip(where, f"{doc.size} bytes, over the cap of {max_document_bytes}")
-                                tally.over_cap += 1
-                                continue
-                            handle = inner.extractfile(doc)
-                            if handle is not None:
-                                tally.documents += 1
-                                yield _BLANK_RUNS.sub("\n\n", handle.read().decode("utf-8")).strip()
-                if progress is not None:
-                    progress.update(outer.offset - read)
-                    read = outer.offset
-        if progress is not None:
-            progress.update(archive.stat().st_size - read)
+        try:
+            yield from _archive_documents(archive, max_document_bytes, tally, progress)
+        except (EOFError, lzma.LZMAError, tarfile.TarError) as err:
+            first = (str(err).strip().splitlines() or [""])[0].rstrip(":")
+            raise ValueError(
+                f"{archive} is cut short or damaged ({type(err).__name__}: {first}); download it again"
+            ) from None
+
+
+def _archive_documents(
+    archive: Path, max_document_bytes: int, tally: ArchiveTally, progress: tqdm | None
+) -> Iterator[str]:
+    """The documents of one subset archive (``read_openwebtext_archives``)."""
+    read = 0
+    with tarfile.open(archive) as outer:
+        for member in outer:
+            if member.isdir():
+                continue
+            if not member.isfile():
+                _skip(f"{archive}: {member.name}", _not_regular(member))
+                tally.non_regular += 1
+                continue
+            inner_file = outer.extractfile(member) if member.name.endswith(".xz") else None
+            if inner_file is not None:
+                try:
+                    yield from _member_documents(
+                        f"{archive}: {member.name}", inner_file, max_document_bytes, tally
+                    )
+                except (EOFError, lzma.LZMAError, tarfile.TarError) as err:
+                    raise ValueError(
+                        f"{archive}: {member.name} is cut short or damaged ({type(err).__name__}: {err}); "
+                        "download the archive again"
+                    ) from None
+            if progress is not None:
+                progress.update(outer.offset - read)
+                read = outer.offset
+    if progress is not None:
+        progress.update(archive.stat().st_size - read)
+
+
+def _member_documents(
+    name: str, inner_file: Any, max_document_bytes: int, tally: ArchiveTally
+) -> Iterator[str]:
+    """The documents of one ``.xz`` member of a subset archive (``read_openwebtext_archives``)."""
+    with (
+        inner_file,
+        lzma.open(inner_file) as xz,
+        tarfile.open(fileobj=xz, mode="r|") as inner,
+    ):
+        for doc in inner:
+            where = f"{name}: {doc.name}"
+            if doc.isdir():
+                continue
+            if not doc.isfile():
+                _skip(where, _not_regular(doc))
+                tally.non_regular += 1
+                continue
+            if not doc.name.endswith(".txt"):
+                continue
+            if doc.size > max_document_bytes:
+                _skip(where, f"{doc.size} bytes, over the cap of {max_document_bytes}")
+                tally.over_cap += 1
+                continue
+            handle = inner.extractfile(doc)
+            if handle is not None:
+                tally.documents += 1
+                yield _BLANK_RUNS.sub("\n\n", handle.read().decode("utf-8")).strip()
 
 
 def write_archive_documents(
@@ -351,15 +380,30 @@ def download_openwebtext(
     skips documents over ``max_document_bytes``), or a folder of parquet/JSON/text files with a ``text``
     field; without it the hub data set is loaded through ``datasets``. Intermediate files (the streamed
     Arrow file, or ``datasets``' cache) live in ``DEST/.conversion``, never in ``HF_HOME``, and are removed
-    once ``DEST`` is written; ``save_to_disk`` writes its ``state.json`` last, so an interrupted conversion
-    leaves no folder the task would read.
+    once ``DEST`` is written, or when the conversion fails (a cut archive is one ValueError line naming it);
+    ``save_to_disk`` writes its ``state.json`` last, so an interrupted conversion leaves no folder the task
+    would read.
     """
-    import datasets
-
     dest = Path(dest)
     staging = dest / ".conversion"
+    created = not dest.exists()
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
+    try:
+        _convert_openwebtext(source, dest, staging, max_document_bytes)
+    except BaseException:  # a damaged archive, a stop: no staging folder (nor a DEST this call made) left
+        shutil.rmtree(staging, ignore_errors=True)
+        if created:
+            with contextlib.suppress(OSError):
+                dest.rmdir()
+        raise
+    shutil.rmtree(staging)
+
+
+def _convert_openwebtext(source: str | None, dest: Path, staging: Path, max_document_bytes: int) -> None:
+    """``download_openwebtext``'s conversion, its intermediate files in ``staging``."""
+    import datasets
+
     if source and _subset_archives(source):
         tally = write_archive_documents(source, staging / "documents.arrow", max_document_bytes)
         print(
@@ -383,7 +427,6 @@ def download_openwebtext(
             ) from error
     loaded.save_to_disk(str(dest))
     del loaded
-    shutil.rmtree(staging)
 
 
 def load_tokenizer(spec: str, download: bool = False) -> Any:

@@ -15,7 +15,9 @@ eigenvalues of Σ₁Σ₂ are those of the n×n matrix XΣ₂Xᵀ/(n−1): one s
 
 The Inception weights are read by the suite with `torch.load(weights_only=True)` when the distance is built
 (`suite.metrics.inception.load_inception_weights`; a file holding any other object is refused there) and
-given to torch-fidelity's extractor as an in-memory archive of those tensors, never as a file path.
+given to torch-fidelity's extractor as an in-memory archive of those tensors, never as a file path; so are
+the weights of any other extractor (`suite.metrics.extractor_weights`: VGG16's read the same way, CLIP's
+and DINOv2's refused).
 
 Reference statistics are cached by the suite, not by torch-fidelity, whose cache (`cache=True`) reads its
 `.pt` files with `torch.load` and `weights_only` off: a file placed in a shared cache would run as code. The
@@ -27,7 +29,11 @@ value), written atomically at `<cache_dir>/fid-stats/ref-<images>-<extractor>-<l
 (of the weights file for another extractor, `own-weights` without one), so statistics from other weights
 are never used. It is read with `numpy.load(allow_pickle=False)`, which builds plain arrays only; a file
 that is not such an archive of float arrays of the right shapes is refused with a ValueError naming it
-and saying to delete it. Generated samples are never cached. A process about to compute missing statistics
+and saying to delete it. The shapes and dtypes are read from the `.npy` headers before any array is (a
+header may claim any size), and the arrays must be statistics (`statistics_problem`): finite, Σ symmetric
+to `SYMMETRY_RTOL` of its largest entry and positive semi-definite (Σ + `PSD_JITTER`·max|Σ|·I has a
+Cholesky factor: a covariance of n < d features is singular, its round-off eigenvalues ~1e-16·d·max|Σ|).
+Generated samples are never cached. A process about to compute missing statistics
 takes the lock of their folder first (`statistics_lock`) and looks again, so that runs started together (K
 packed runs, an array of jobs) compute them once while the others wait and read the file.
 """
@@ -59,6 +65,7 @@ from torch_fidelity.utils import (
 )
 
 from suite.metrics import INFONOISE_TABLE, METRICS, EvalInputs, Metric, MetricSpec
+from suite.metrics.extractor_weights import load_extractor_weights, weights_archive
 from suite.metrics.inception import (
     inception_weights_archive,
     load_inception_weights,
@@ -126,12 +133,53 @@ def _stats_refusal(path: Path, problem: str) -> ValueError:
     )
 
 
+SYMMETRY_RTOL = 1e-8
+PSD_JITTER = 1e-9
+
+
+def statistics_problem(mu: np.ndarray, sigma: np.ndarray) -> str | None:
+    """Why ``mu`` [d] and ``sigma`` [d, d] are not the mean and covariance of some features (module
+    docstring), None when they may be."""
+    for name, array in (("mu", mu), ("sigma", sigma)):
+        bad = int(np.size(array) - np.isfinite(array).sum())
+        if bad:
+            return f"its {name} holds {bad} non-finite value(s) (NaN or inf)"
+    scale = float(np.abs(sigma).max(initial=0.0)) or 1.0
+    asymmetry = float(np.abs(sigma - sigma.T).max(initial=0.0))
+    if asymmetry > SYMMETRY_RTOL * scale:
+        return (
+            f"its sigma is not symmetric (max |sigma - sigma.T| = {asymmetry:.3g}, max |sigma| = {scale:.3g})"
+        )
+    try:
+        np.linalg.cholesky(sigma + PSD_JITTER * scale * np.eye(len(sigma)))
+    except np.linalg.LinAlgError:
+        lowest = float(np.linalg.eigvalsh(sigma)[0])
+        return (
+            f"its sigma is not positive semi-definite (an eigenvalue {lowest:.3g}, max |sigma| = {scale:.3g})"
+        )
+    return None
+
+
+def _npy_header(archive: np.lib.npyio.NpzFile, key: str) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype of the array ``key`` of ``archive``, from its ``.npy`` header alone."""
+    with archive.zip.open(f"{key}.npy") as member:
+        version = np.lib.format.read_magic(member)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(member)
+        elif version == (2, 0):
+            shape, _, dtype = np.lib.format.read_array_header_2_0(member)
+        else:
+            raise ValueError(f".npy format version {version}")
+    return shape, dtype
+
+
 def read_reference_statistics(path: str | os.PathLike, dim: int) -> tuple[np.ndarray, np.ndarray]:
     """`mu` [dim] and `sigma` [dim, dim] from the `.npz` at `path`, read by `numpy.load(allow_pickle=False)`.
 
     Raises ValueError naming the file and saying to delete it when it is not an `.npz` archive (numpy
     takes any file without its magic for a pickle), holds pickled (object) arrays, lacks `mu` or `sigma`,
-    or holds them with a non-float dtype or other shapes.
+    holds them with a non-float dtype or other shapes (read from the headers, before the arrays), or holds
+    arrays that are not statistics (`statistics_problem`).
     """
     path = Path(path)
     try:
@@ -153,18 +201,27 @@ def read_reference_statistics(path: str | os.PathLike, dim: int) -> tuple[np.nda
         if missing:
             raise _stats_refusal(path, f"it has no {' or '.join(missing)} (it holds {archive.files[:4]})")
         try:
-            mu, sigma = archive["mu"], archive["sigma"]
-        except (EOFError, zipfile.BadZipFile) as err:
+            (mu_shape, mu_dtype), (sigma_shape, sigma_dtype) = (
+                _npy_header(archive, k) for k in ("mu", "sigma")
+            )
+        except (EOFError, zipfile.BadZipFile, ValueError) as err:
             raise _stats_refusal(path, f"its arrays are unreadable ({type(err).__name__}: {err})") from None
-        except ValueError:
-            problem = "its mu or sigma is an object array (pickled data, never unpickled here) or damaged"
-            raise _stats_refusal(path, problem) from None
-    if mu.dtype.kind != "f" or sigma.dtype.kind != "f" or mu.shape != (dim,) or sigma.shape != (dim, dim):
-        raise _stats_refusal(
-            path,
-            f"it holds mu {mu.dtype} {mu.shape} and sigma {sigma.dtype} {sigma.shape}; expected float "
-            f"({dim},) and ({dim}, {dim})",
-        )
+        if mu_dtype.hasobject or sigma_dtype.hasobject:
+            problem = "its mu or sigma is an object array (pickled data, never unpickled here)"
+            raise _stats_refusal(path, problem)
+        if (mu_dtype.kind, sigma_dtype.kind, mu_shape, sigma_shape) != ("f", "f", (dim,), (dim, dim)):
+            raise _stats_refusal(
+                path,
+                f"it holds mu {mu_dtype} {mu_shape} and sigma {sigma_dtype} {sigma_shape}; expected float "
+                f"({dim},) and ({dim}, {dim})",
+            )
+        try:
+            mu, sigma = archive["mu"], archive["sigma"]
+        except (EOFError, zipfile.BadZipFile, ValueError) as err:
+            raise _stats_refusal(path, f"its arrays are unreadable ({type(err).__name__}: {err})") from None
+    problem = statistics_problem(mu, sigma)
+    if problem:
+        raise _stats_refusal(path, problem)
     return mu, sigma
 
 
@@ -212,7 +269,7 @@ class FrechetDistance:
 
     `weights_path` is resolved with `resolve_inception_weights` for `inception-v3-compat` (offline fallback
     included) and read here with `load_inception_weights` (ValueError naming the file if it is not a plain
-    tensor archive of the Inception-v3 weights); it is passed through unchanged to any other extractor.
+    tensor archive of the Inception-v3 weights); any other extractor's are read by `load_extractor_weights`.
     `cuda` defaults to `torch.cuda.is_available()`; `cache_dir` (the suite's cache, which holds the reference
     statistics) defaults to `suite_cache_dir()`.
     """
@@ -237,18 +294,18 @@ class FrechetDistance:
         self.batch_size = int(batch_size)
         self.cuda = torch.cuda.is_available() if cuda is None else bool(cuda)
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else suite_cache_dir()
-        self._inception_archive: bytes | None = None
+        self._weights_archive: bytes | None = None  # what the extractor reads: tensors the suite wrote
         if feature_extractor == INCEPTION_EXTRACTOR:
             self.weights_path: Path | None = resolve_inception_weights(weights_path, cache_dir=self.cache_dir)
             weights = load_inception_weights(self.weights_path)
-            self._inception_archive = inception_weights_archive(weights).getvalue()
+            self._weights_archive = inception_weights_archive(weights).getvalue()
             self.weights_key = weights_digest(weights)[:16]
         else:
             self.weights_path = Path(weights_path) if weights_path is not None else None
-            self.weights_key = "own-weights"
-            if self.weights_path is not None:
-                with self.weights_path.open("rb") as handle:
-                    self.weights_key = hashlib.file_digest(handle, "sha256").hexdigest()[:16]
+            state = load_extractor_weights(feature_extractor, weights_path)
+            self.weights_key = "own-weights" if state is None else weights_digest(state)[:16]
+            if state is not None:
+                self._weights_archive = weights_archive(state)
 
     @property
     def metric_name(self) -> str:
@@ -265,10 +322,7 @@ class FrechetDistance:
     def _features(self, images: Tensor, what: str) -> Tensor:
         """Features [N, d] of uint8 ``images`` [N, C, H, W] (C in {1, 3}) at this extractor's layer, as
         torch-fidelity's own extraction gives them."""
-        if self._inception_archive is not None:
-            weights: io.BytesIO | str | None = io.BytesIO(self._inception_archive)
-        else:
-            weights = None if self.weights_path is None else str(self.weights_path)
+        weights = None if self._weights_archive is None else io.BytesIO(self._weights_archive)
         kwargs = {
             "input1": ImageTensorDataset(images, what),
             "feature_extractor": self.feature_extractor,
@@ -300,10 +354,7 @@ class FrechetDistance:
         written there; `generated` is not cached. The data loader runs in-process (`save_cpu_ram=True`):
         the images are already in memory, so worker processes would only add start-up and copying cost.
         """
-        if self._inception_archive is not None:
-            weights: io.BytesIO | str | None = io.BytesIO(self._inception_archive)
-        else:
-            weights = None if self.weights_path is None else str(self.weights_path)
+        weights = None if self._weights_archive is None else io.BytesIO(self._weights_archive)
         kwargs = {
             "input1": ImageTensorDataset(generated, "generated"),
             "input2": ImageTensorDataset(reference, "reference"),

@@ -30,7 +30,7 @@ import pickle
 import re
 import tempfile
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import torch
@@ -111,6 +111,27 @@ def _refusal(path: Path, problem: str) -> ValueError:
     return ValueError(f"refusing FID Inception-v3 weights {path}: {problem}. To fix: {remedy}.")
 
 
+def read_state_dict(path: Path, refusal: Callable[[str], ValueError]) -> Mapping[str, Tensor]:
+    """The named tensors at `path`, read with `torch.load(weights_only=True)`; ``refusal(problem)`` is
+    raised when the file holds any other object or is not a readable torch archive."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        found = _REFUSED_GLOBAL.search(str(err))
+        what = f"an object built by {found.group(1)}" if found else "objects other than tensors"
+        problem = f"it holds {what}, which torch.load(weights_only=True) does not build (weights are tensors)"
+        raise refusal(problem) from None
+    except OSError:  # missing or unreadable (permissions): not a matter of the file's content
+        raise
+    except Exception as err:  # torch.load raises EOFError, KeyError, RuntimeError, … on a damaged archive
+        raise refusal(f"it is not a readable torch archive ({type(err).__name__}: {err})") from None
+    if not isinstance(state, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, Tensor) for k, v in state.items()
+    ):
+        raise refusal(f"it holds a {type(state).__name__}, not a state dict of named tensors")
+    return state
+
+
 def load_inception_weights(path: str | os.PathLike) -> Mapping[str, Tensor]:
     """The state dict at `path`, read with `torch.load(weights_only=True)` and checked against the layout of
     torch-fidelity's `FeatureExtractorInceptionV3` (strict: same names and shapes).
@@ -119,21 +140,7 @@ def load_inception_weights(path: str | os.PathLike) -> Mapping[str, Tensor]:
     plain containers, is not a torch archive (truncated, another format) or does not fit the layout.
     """
     path = Path(path)
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as err:
-        found = _REFUSED_GLOBAL.search(str(err))
-        what = f"an object built by {found.group(1)}" if found else "objects other than tensors"
-        problem = f"it holds {what}, which torch.load(weights_only=True) does not build (weights are tensors)"
-        raise _refusal(path, problem) from None
-    except OSError:  # missing or unreadable (permissions): not a matter of the file's content
-        raise
-    except Exception as err:  # torch.load raises EOFError, KeyError, RuntimeError, … on a damaged archive
-        raise _refusal(path, f"it is not a readable torch archive ({type(err).__name__}: {err})") from None
-    if not isinstance(state, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, Tensor) for k, v in state.items()
-    ):
-        raise _refusal(path, f"it holds a {type(state).__name__}, not a state dict of named tensors")
+    state = read_state_dict(path, lambda problem: _refusal(path, problem))
     with torch.device("meta"):
         skeleton = _inception_skeleton()
     try:
