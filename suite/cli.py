@@ -289,15 +289,31 @@ def build_parser() -> argparse.ArgumentParser:
     breaking.add_argument("run_dir", help="a run folder (…/runs/<comparison>/<sampler>/seed<k>)")
     breaking.set_defaults(func=_lazy("suite.lease", "break_command"))
 
-    table = sub.add_parser("table", help="compile the comparison table from the records")
+    table = sub.add_parser(
+        "table",
+        help="your runs' results: one block per task, budget and metric (--format md: the full tables)",
+    )
+    table.add_argument(
+        "folders",
+        nargs="*",
+        help="results folders to read as they are, committed evidence included (default: --results)",
+    )
     table.add_argument("--results", default="results", help="results folder")
+    table.add_argument(
+        "--all",
+        action="store_true",
+        help="also the committed evidence sets (folders holding an EVIDENCE file)",
+    )
+    table.add_argument("--task", default=None, help="only this task's rows")
+    table.add_argument("--sampler", default=None, help="only these samplers' rows (a comma list)")
     table.add_argument("--budget", default=None, help="only this budget's rows")
     table.add_argument(
         "--format",
-        choices=["md", "latex", "csv", "long-csv", "json"],
-        default="md",
-        help="md (default), latex, csv (the tables one after another, each under a # caption), or the tidy "
-        "long table for pandas: long-csv, json (one line per task, budget, metric, protocol and sampler)",
+        choices=["text", "md", "latex", "csv", "long-csv", "json"],
+        default="text",
+        help="text: compact blocks, at most 120 columns, notes below; md, latex, csv: the full tables one "
+        "after another (csv: each under a # caption); the tidy long table for pandas: long-csv, json (one "
+        "line per task, budget, metric, protocol and sampler)",
     )
     table.add_argument("--target-samplers", default=None, help=TARGET_HELP)
     table.add_argument(
