@@ -27,7 +27,15 @@ def _run(args: argparse.Namespace) -> int:
     check_names(args.task, args.sampler, args.budget)  # a misspelt name answered before torch is imported
     seeds = parse_seeds(1 if args.seeds is None else args.seeds, "--seeds")
     from suite.preflight import group_flags, preflight
-    from suite.runner import check_pack_size, check_runs, describe, plan_runs, run_local, run_packed
+    from suite.runner import (
+        check_pack_size,
+        check_runs,
+        describe,
+        describe_configs,
+        plan_runs,
+        run_local,
+        run_packed,
+    )
 
     if args.study:
         from suite.study import run_study
@@ -44,21 +52,30 @@ def _run(args: argparse.Namespace) -> int:
     )
     check_runs(runs)  # every sampler, weight, task and network built, every invalid value reported at once
     check_pack_size(args.runs_per_gpu)
-    preflight(runs, args)  # data, results folder, weights, warm-up, SLURM hours: one line per cause
-    if args.dry_run:
-        from omegaconf import OmegaConf
+    if args.dry_run:  # the plan and its cost first, whatever this machine lacks; then what it lacks
+        from suite.cost import describe_cost, measured_here, planned_cost
+        from suite.preflight import PreflightError
 
-        from suite.cost import describe_cost, planned_cost
-
-        for run in runs:
-            print(f"# {run.label}  ->  {run.run_dir}\n{OmegaConf.to_yaml(run.cfg)}")
+        print(describe_configs(runs))
         print(describe(runs))
-        print(describe_cost(planned_cost(runs[0].spec), len(runs)))
+        here = measured_here(runs[0].spec) if args.launcher == "local" else None
+        print("\n".join(describe_cost(planned_cost(runs[0].spec), len(runs), here)), flush=True)
         if args.launcher == "slurm":
             from suite.slurm import describe_arrays
 
             print(describe_arrays(runs, args))
+        try:
+            preflight(runs, args)
+        except PreflightError as err:
+            for line in err.problems:
+                print(f"error: {line}", file=sys.stderr)
+            print(
+                f"dry run: the plan above would not start here ({len(err.problems)} problem(s))",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
         return 0
+    preflight(runs, args)  # data, results folder, weights, warm-up, SLURM hours: one line per cause
     if args.launcher == "slurm":
         from suite.slurm import submit
 
@@ -173,10 +190,42 @@ TARGET_HELP = (
 )
 
 
+def _version() -> str:
+    """The installed distribution's version, and the source checkout's commit when it is one."""
+    import subprocess
+    from importlib import metadata
+    from pathlib import Path
+
+    try:
+        version = metadata.version("infonoise-suite")
+    except metadata.PackageNotFoundError:
+        version = "(not installed)"
+    source = Path(__file__).resolve().parent.parent
+    commit = subprocess.run(
+        ["git", "-C", str(source), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    return f"{version} (commit {commit}, {source})" if commit else version
+
+
+class VersionAction(argparse.Action):
+    """``--version``: the version line, computed only when asked (it runs git)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(f"suite {_version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="suite", description="InfoNoise benchmark suite of diffusion noise samplers.", epilog=EXAMPLES
     )
+    parser.add_argument("--version", action=VersionAction, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser(

@@ -355,8 +355,12 @@ def rescore(
 
 def main(args: Any) -> int:
     """``suite eval RUN_DIR [--metric M] [--kimg K] [--grid G] [--steps N] [--guidance G]``."""
+    from suite.grids import GRIDS
     from suite.lease import RunBusy
+    from suite.names import unknown_name
 
+    if args.grid not in GRIDS:
+        raise ValueError(unknown_name("grid", args.grid, GRIDS))
     try:
         rescore(
             args.run_dir,

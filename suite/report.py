@@ -33,6 +33,7 @@ import pandas as pd
 
 from suite.plots import ProfileFn, Run, discover_runs, figure_stem, write_figures
 from suite.records import now, write_atomic
+from suite.results import find_runs
 from suite.statistics import STATISTICS_CAPTION, statistics_table
 from suite.table import (
     NO_TARGET,
@@ -261,6 +262,10 @@ def write_report(
 def main(args: argparse.Namespace) -> int:
     """``suite report``: write ``REPORT.md`` to ``args.out`` (default ``args.results``)."""
     targets = parse_targets(getattr(args, "target_samplers", None))
+    if Path(args.results).is_file() or not find_runs(args.results):
+        raise ValueError(
+            f"no runs under {args.results}; give the folder `suite run --results` wrote, or run one first"
+        )
     out = write_report(
         args.results, getattr(args, "budget", None), targets=targets, out=getattr(args, "out", None)
     )

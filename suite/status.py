@@ -242,7 +242,9 @@ def collect(results: str | Path) -> pd.DataFrame:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Print the status table of ``args.results``."""
+    """Print the status table of ``args.results`` (a file there is an error)."""
+    if Path(args.results).is_file():
+        raise ValueError(f"--results {args.results} is a file; give a results folder (the one holding runs/)")
     table = collect(args.results)
     if table.empty:
         print(f"no runs under {Path(args.results) / 'runs'}")
