@@ -69,10 +69,6 @@ def _run(args: argparse.Namespace) -> int:
         except PreflightError as err:
             for line in err.problems:
                 print(f"error: {line}", file=sys.stderr)
-            print(
-                f"dry run: the plan above would not start here ({len(err.problems)} problem(s))",
-                file=sys.stderr,
-            )
             return EXIT_USAGE
         return 0
     preflight(runs, args)  # data, results folder, weights, warm-up, SLURM hours: one line per cause
@@ -505,7 +501,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     parser.epilog = f"{parser.epilog}\n\n{EXIT_CODES}" if parser.epilog else EXIT_CODES
-    args = parser.parse_args([arg for arg in argv if arg != "--debug"])
+    args, extra = parser.parse_known_args([arg for arg in argv if arg != "--debug"])
+    overrides = [arg for arg in extra if "=" in arg and not arg.startswith("-")]
+    if extra and (overrides != extra or not hasattr(args, "overrides")):  # key=value before a flag is fine
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if overrides:
+        args.overrides = [*args.overrides, *overrides]
     if debug:
         os.environ["SUITE_DEBUG"] = "1"  # a failed run's traceback on the terminal too (suite.runner.attempt)
     from suite.stopping import Interrupted, stop_requests  # no torch: handlers in place before heavy imports

@@ -14,13 +14,14 @@ CIFAR-10 training loop stands in (DDPM++, 127 GFLOP per training image, 1667 img
 one NVIDIA H200, about 212 TFLOP/s achieved): smaller networks use the device less well, so their hours are
 then a lower bound. Each rate is printed with its source.
 
-On this machine, ``measured_here`` times the run's network directly: forward and backward passes of
-``MEASURED_BATCH`` examples (a warm-up pass, then ``MEASURED_STEPS`` timed), without data loading, the
-optimiser or evaluations, so its hours are a lower bound as well.
+On this machine, ``measured_here`` times the run's network directly: forward and backward passes of one
+example (the first pass alone for a large network, else ``MEASURED_STEPS`` after it), without data loading,
+the optimiser or evaluations.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import tempfile
@@ -41,16 +42,23 @@ PLANNING_RATE = "212 TFLOP/s (EDM's CIFAR-10 loop with --fp16 on one H200: 1667 
 
 
 BENCH_REPORTS = Path(__file__).resolve().parent.parent / "results"
-MEASURED_BATCH, MEASURED_STEPS = 1, 2
+MEASURED_STEPS, MEASURE_S = 2, 2.0
 WARN_HOURS = 1.0  # a local plan longer than this on this machine is said in a warning line
 
 
-def _example_batch(spec: RunSpec, n: int, device: torch.device) -> Any:
-    """``n`` training examples of the task's own example data (``Task.example_data``), on ``device``."""
-    task_cls = TASKS.get(spec.task)
+@functools.lru_cache(maxsize=4)
+def _example_batch(task: str, task_yaml: str) -> Any:
+    """One training example of the task's own example data (``Task.example_data``), on the CPU; cached, as
+    the cost and the measurement of a dry-run both read it."""
+    task_cls = TASKS.get(task)
     with tempfile.TemporaryDirectory(prefix="suite-cost-") as tmp:
-        example_cfg = OmegaConf.merge(spec.task_cfg, task_cls.example_data(Path(tmp), max(n, 2)))
-        return task_cls(example_cfg).load().train.batch(torch.arange(n), device)
+        example_cfg = OmegaConf.merge(OmegaConf.create(task_yaml), task_cls.example_data(Path(tmp), 2))
+        return task_cls(example_cfg).load().train.batch(torch.arange(1), torch.device("cpu"))
+
+
+def example_batch(spec: RunSpec) -> Any:
+    """``_example_batch`` of the run's task config."""
+    return _example_batch(spec.task, OmegaConf.to_yaml(spec.task_cfg))
 
 
 def _forward_backward(parts: Any, batch: Any, device: torch.device) -> None:
@@ -67,7 +75,7 @@ def _forward_backward(parts: Any, batch: Any, device: torch.device) -> None:
 def flops_per_example(spec: RunSpec) -> float:
     """Forward + backward FLOPs of one training example of the run's network (meta device)."""
     meta = torch.device("meta")
-    batch = _example_batch(spec, 1, torch.device("cpu"))
+    batch = example_batch(spec)
     with FlopCounterMode(display=False) as counter:
         _forward_backward(build_parts(spec, meta=True), batch, meta)
     return float(counter.get_total_flops())
@@ -110,37 +118,40 @@ def planned_cost(spec: RunSpec) -> dict[str, Any]:
 
 
 def measured_here(spec: RunSpec) -> dict[str, Any]:
-    """Examples per second of the run's network on the device a local launch would train on, from
-    ``MEASURED_STEPS`` timed forward + backward passes of ``MEASURED_BATCH`` examples after one warm-up,
-    and the hours of one run at that rate (module docstring)."""
+    """Examples per second of the run's network on the device a local launch would train on, and the hours
+    of one run at that rate (module docstring): timed forward + backward passes of one
+    example, the first one alone when it took longer than ``MEASURE_S`` (a large network on a CPU), else
+    ``MEASURED_STEPS`` more after it."""
     device = torch.device("cuda" if spec.device != "cpu" and torch.cuda.is_available() else "cpu")
     parts = build_parts(spec, device=device)
-    batch = _example_batch(spec, MEASURED_BATCH, device)
-    _forward_backward(parts, batch, device)
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    start = time.perf_counter()
-    for _ in range(MEASURED_STEPS):
-        _forward_backward(parts, batch, device)
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    rate = MEASURED_BATCH * MEASURED_STEPS / (time.perf_counter() - start)
-    name = (
-        torch.cuda.get_device_name(device)
-        if device.type == "cuda"
-        else f"cpu, {torch.get_num_threads()} threads"
-    )
+    batch = example_batch(spec)
+
+    def timed(passes: int) -> float:
+        start = time.perf_counter()
+        for _ in range(passes):
+            _forward_backward(parts, batch, device)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return time.perf_counter() - start
+
+    passes, seconds = 1, timed(1)
+    if seconds < MEASURE_S:
+        passes, seconds = MEASURED_STEPS, timed(MEASURED_STEPS)
+    rate = passes / seconds
+    threads = f"cpu, {torch.get_num_threads()} threads"
     return {
         "examples_per_s": rate,
         "hours": float(spec.budget.total_nimg) / rate / 3600,
-        "device": name,
-        "source": f"measured now: {MEASURED_STEPS} forward + backward passes of {MEASURED_BATCH} examples of "
-        "this network (no data loading, optimiser or evaluation)",
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else threads,
+        "source": f"measured now: {passes} forward + backward pass(es) of one example of this network; "
+        "data loading, optimiser steps and evaluations not included",
     }
 
 
 def _hours(hours: float) -> str:
-    """ "0.52 h", "3.1 days" beyond 48 h."""
+    """ "0.52 h", "3.1 days" beyond 48 h, "12 years" beyond two."""
+    if hours > 2 * 8766:
+        return f"{hours / 8766:,.0f} years"
     return f"{hours / 24:,.3g} days" if hours > 48 else f"{hours:,.3g} h"
 
 
@@ -159,11 +170,11 @@ def describe_cost(cost: dict[str, Any], runs: int, here: dict[str, Any] | None =
         lines.append(
             f"planned wall time on this machine ({here['device']}): {_hours(here['hours'])} per run at "
             f"{here['examples_per_s']:,.4g} examples/s, {_hours(total)} for {runs} run(s) one after another "
-            f"({here['source']}; at least this)"
+            f"({here['source']})"
         )
         if total > WARN_HOURS:
             lines.append(
-                f"warning: these {runs} run(s) would take at least {_hours(total)} here; a smaller budget "
+                f"warning: these {runs} run(s) would take {_hours(total)} here; a smaller budget "
                 "(demo, smoke) or --launcher slurm on GPUs is the usual way"
             )
     return lines

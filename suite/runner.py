@@ -252,19 +252,22 @@ def _flat(cfg: DictConfig) -> dict[str, Any]:
 
 def describe_configs(runs: list[PlannedRun]) -> str:
     """The first run's resolved config in full, then per other run only the keys whose values differ from
-    it (``sampler.name=edm``), so that a sweep of nine samplers prints one config, not nine."""
+    it (``sampler.p_mean=0.0``; a group whose config is another one by its name, ``sampler=edm (its
+    config)``), so that a sweep of nine samplers prints one config, not nine."""
     first = _flat(runs[0].cfg)
     lines = [f"# config of {runs[0].label}  ->  {runs[0].run_dir}", OmegaConf.to_yaml(runs[0].cfg).rstrip()]
     if len(runs) > 1:
         lines.append("# the other runs differ from it in:")
     for run in runs[1:]:
         mine = _flat(run.cfg)
-        changed = [
+        changed = [k for k in sorted(first.keys() | mine.keys()) if first.get(k) != mine.get(k)]
+        renamed = {k.rsplit(".", 1)[0] for k in changed if k.endswith(".name")}  # another config of a group
+        shown = [f"{g}={mine[g + '.name']} (its config)" for g in sorted(renamed)] + [
             f"{k}={mine.get(k, '(absent)')}"
-            for k in sorted(first.keys() | mine.keys())
-            if first.get(k) != mine.get(k)
+            for k in changed
+            if not any(k.startswith(f"{g}.") for g in renamed)
         ]
-        lines.append(f"#   {run.label}: {' '.join(changed) or 'nothing'}")
+        lines.append(f"#   {run.label}: {' '.join(shown) or 'nothing'}")
     return "\n".join(lines)
 
 
