@@ -13,9 +13,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import sys
 import traceback
+import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 from suite.names import builtin_names, positive_int, probability
 from suite.seeds import SEEDS_HELP, parse_seeds
@@ -120,7 +123,18 @@ def _data(args: argparse.Namespace) -> int:
     if args.unpinned_archive and task != "dna":
         raise ValueError(f"--unpinned-archive applies to `suite data dna` only, not to {task!r}")
     options = {"unpinned_archive": True} if args.unpinned_archive else {}
-    TASKS.get(task).prepare(source, dest, **options)
+    folder = Path(dest).expanduser()
+    created = not folder.exists()
+    try:
+        TASKS.get(task).prepare(source, dest, **options)
+    except OSError as err:  # no network (URLError), a refused connection, a full disk
+        if created and folder.is_dir() and not any(p.is_file() for p in folder.rglob("*")):
+            shutil.rmtree(folder)  # only the empty folders this command made
+        why = getattr(err, "reason", None) or err.strerror or err
+        raise ValueError(
+            f"suite data {task}: {why}; nothing kept in {dest}. Without internet here, download the data "
+            f"elsewhere (README, Data) and run `suite data {task} SRC DEST` with the downloaded file"
+        ) from err
     return 0
 
 
@@ -510,6 +524,8 @@ def main(argv: list[str] | None = None) -> int:
     if debug:
         os.environ["SUITE_DEBUG"] = "1"  # a failed run's traceback on the terminal too (suite.runner.attempt)
     from suite.stopping import Interrupted, stop_requests  # no torch: handlers in place before heavy imports
+
+    warnings.formatwarning = lambda message, *_, **__: f"warning: {message}\n"  # one line, no source line
 
     try:
         with stop_requests() if _trains_here(args) else contextlib.nullcontext():

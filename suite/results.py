@@ -49,6 +49,7 @@ RUN_FILES = ("run.json", "records.jsonl", "slurm.json")
 RUN_COLUMNS = ("run_dir", "origin", "status", "sampler_name", "total_kimg", "records_incomplete")
 FLAG_COLUMNS = ("higher_is_better", "stand_in_data", "substitute_metric", "paper_metric")
 EVIDENCE_MARKER = "EVIDENCE"
+DAMAGED = "run.json damaged"
 GRID_LABELS = {"karras": "Karras", "infogrid": "InfoGrid", "infogrid-rescaled": "InfoGrid rescaled"}
 
 
@@ -83,8 +84,15 @@ class RunRecord:
         return self.path.parent.parent
 
     @property
+    def damaged(self) -> bool:
+        """Whether run.json is there but holds no record (``RunDirectory.info`` reported it)."""
+        return not self.info and (self.path / "run.json").is_file()
+
+    @property
     def status(self) -> str:
-        return str(self.info.get("status", "unknown"))
+        """run.json's status; "unknown" without one; ``DAMAGED`` for a damaged one, which ``suite status``
+        shows as such and the tables leave out (never a target)."""
+        return DAMAGED if self.damaged else str(self.info.get("status", "unknown"))
 
     @property
     def label(self) -> str:

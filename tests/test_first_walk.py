@@ -94,3 +94,16 @@ def test_version_names_the_package_version(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--version"])
     assert exit_.value.code == 0 and capsys.readouterr().out.startswith("suite 0.1.0")
+
+
+def test_suite_data_without_a_connection_fails_in_one_line_and_keeps_no_empty_folder(
+    tmp_path, capsys, monkeypatch
+):
+    import torchvision
+
+    # the real download code, pointed at a closed local port: the refusal an offline machine meets
+    monkeypatch.setattr(torchvision.datasets.CIFAR10, "url", "http://127.0.0.1:9/cifar-10-python.tar.gz")
+    dest = tmp_path / "cifar"
+    code, _, err = launch(capsys, "data", "cifar10", str(dest))
+    assert code == 2 and len(err.splitlines()) == 1 and not dest.exists()
+    assert err.startswith("error: suite data cifar10: ") and "`suite data cifar10 SRC DEST`" in err

@@ -126,3 +126,20 @@ def test_remarks_become_notes_and_verdicts_keep_their_judgement():
     assert short_verdict("target: the best final FID among the target samplers", "edm") == "target"
     odd = "cos said something new (with a remark), 95% CI [1, 2]"
     assert short_verdict(odd, "cos") == "said something new"
+
+
+def test_a_damaged_run_json_is_the_same_run_to_status_and_table(tmp_path: Path, capsys):
+    """The damaged run is "run.json damaged" in ``suite status`` and absent from ``suite table``, so it never
+    sets the target."""
+    root = tmp_path / "results"
+    edm = write_run(root, "bfashion", "edm", 0, [(1.6, 10.0)], budget="demo")
+    write_run(root, "bfashion", "cos", 0, [(1.6, 20.0)], budget="demo")
+    (edm / "run.json").write_text("{damaged")
+    with pytest.warns(UserWarning, match="is not a JSON object"):
+        assert main(["status", "--results", str(root)]) == 0
+        status = capsys.readouterr().out
+        assert main(["table", "--results", str(root)]) == 0
+    (edm_line,) = [line for line in status.splitlines() if " edm " in line]
+    assert "run.json damaged" in edm_line and "re-run the launch command" in edm_line
+    table = capsys.readouterr().out
+    assert "target cos" in table and not re.search(r"^ edm ", table, re.M)
