@@ -75,6 +75,11 @@ def _run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         return 0
     preflight(runs, args)  # data, results folder, weights, warm-up, SLURM hours: one line per cause
+    todo = [run for run in runs if run.status != "done"]
+    if args.launcher == "local" and todo:  # before the first progress line, which may be hours away
+        from suite.cost import describe_here, measured_here
+
+        print("\n".join(describe_here(measured_here(todo[0].spec), len(todo))), flush=True)
     if args.launcher == "slurm":
         from suite.slurm import submit
 

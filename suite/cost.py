@@ -165,16 +165,21 @@ def describe_cost(cost: dict[str, Any], runs: int, here: dict[str, Any] | None =
         f"device-hours at {cost['rate']}; {runs} run(s): {runs * cost['device_hours']:,.3g} device-hours "
         "(evaluation not included)"
     ]
-    if here is not None:
-        total = runs * here["hours"]
+    return lines + ([] if here is None else describe_here(here, runs))
+
+
+def describe_here(here: dict[str, Any], runs: int) -> list[str]:
+    """The planned wall time of ``runs`` runs on this machine (a ``measured_here``), and a ``warning:`` line
+    when they take longer than ``WARN_HOURS`` one after another."""
+    total = runs * here["hours"]
+    lines = [
+        f"planned wall time on this machine ({here['device']}): {_hours(here['hours'])} per run at "
+        f"{here['examples_per_s']:,.4g} examples/s, {_hours(total)} for {runs} run(s) one after another "
+        f"({here['source']})"
+    ]
+    if total > WARN_HOURS:
         lines.append(
-            f"planned wall time on this machine ({here['device']}): {_hours(here['hours'])} per run at "
-            f"{here['examples_per_s']:,.4g} examples/s, {_hours(total)} for {runs} run(s) one after another "
-            f"({here['source']})"
+            f"warning: these {runs} run(s) would take {_hours(total)} here; a smaller budget "
+            "(demo, smoke) or --launcher slurm on GPUs is the usual way"
         )
-        if total > WARN_HOURS:
-            lines.append(
-                f"warning: these {runs} run(s) would take {_hours(total)} here; a smaller budget "
-                "(demo, smoke) or --launcher slurm on GPUs is the usual way"
-            )
     return lines

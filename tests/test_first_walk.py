@@ -107,3 +107,17 @@ def test_suite_data_without_a_connection_fails_in_one_line_and_keeps_no_empty_fo
     code, _, err = launch(capsys, "data", "cifar10", str(dest))
     assert code == 2 and len(err.splitlines()) == 1 and not dest.exists()
     assert err.startswith("error: suite data cifar10: ") and "`suite data cifar10 SRC DEST`" in err
+
+
+def test_a_rescore_much_worse_than_the_own_grid_at_the_same_snapshot_is_flagged():
+    from suite.evaluation import MUCH_WORSE, grid_warning
+
+    own = {"nimg": 1000, "metric": "sliced-w2", "value": 0.41, "nfe": 35, "higher_is_better": False}
+    recorded = [own, {**own, "nimg": 2000, "value": 9.0}]
+    infogrid = {**own, "grid": "infogrid", "value": 2.8}
+    warning = grid_warning(infogrid, recorded)
+    assert warning is not None and warning.startswith("warning: sliced-w2 2.8 on grid infogrid is 6.8× worse")
+    assert grid_warning({**infogrid, "value": 0.41 * MUCH_WORSE}, recorded) is None  # not much worse
+    assert grid_warning({**own, "value": 2.8}, recorded) is None  # the own grid is not compared with itself
+    mauve = {**infogrid, "metric": "mauve", "higher_is_better": True, "value": 0.1}
+    assert grid_warning(mauve, [{**own, "metric": "mauve", "value": 0.9}]).startswith("warning: mauve 0.1")
