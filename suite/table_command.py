@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from suite.names import unknown_name
-from suite.results import RunRecord, base_name, evidence_origins
+from suite.results import RunRecord, evidence_origins
 from suite.statistics import STATISTICS_CAPTION, statistics_table
 from suite.summary import render_summary, summary_blocks
 from suite.table import (
@@ -59,7 +59,6 @@ def main(args: argparse.Namespace) -> int:
     fmt = getattr(args, "format", "text")
     budget = getattr(args, "budget", None)
     targets = parse_targets(getattr(args, "target_samplers", None))
-    check_samplers(targets, "target sampler")
     if budget is not None:
         from suite.config import group_options
 
@@ -151,15 +150,6 @@ def check_choice(value: str, valid: list[str], what: str) -> None:
     """Refuse ``value`` unless it is one of ``valid``, in one line naming the valid choices."""
     if value not in valid:
         raise ValueError(unknown_name(what, value, valid))
-
-
-def check_samplers(labels: tuple[str, ...], what: str) -> None:
-    """Refuse a label whose sampler is not registered (``edm[p_mean=0.0]`` is ``edm``'s)."""
-    from suite.sampler import SAMPLERS
-
-    names = sorted(name for name, _ in SAMPLERS)
-    for label in labels:
-        check_choice(base_name(label), names, what)
 
 
 def budget_notes(df: pd.DataFrame, budget: str | None = None, fmt: str = "md") -> str:
