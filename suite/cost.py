@@ -14,9 +14,9 @@ CIFAR-10 training loop stands in (DDPM++, 127 GFLOP per training image, 1667 img
 one NVIDIA H200, about 212 TFLOP/s achieved): smaller networks use the device less well, so their hours are
 then a lower bound. Each rate is printed with its source.
 
-On this machine, ``measured_here`` times the run's network directly: forward and backward passes of one
-example (the first pass alone for a large network, else ``MEASURED_STEPS`` after it), without data loading,
-the optimiser or evaluations.
+On this machine, ``measured_here`` times the run's network directly: forward and backward passes of batches
+of 1, 2, 4, … examples until one takes ``MEASURE_S`` (a small network's rate depends on its batch), without
+data loading, the optimiser or evaluations.
 """
 
 from __future__ import annotations
@@ -35,14 +35,14 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from suite.assembly import build_parts
 from suite.spec import RunSpec
-from suite.task import TASKS
+from suite.task import TASKS, Batch
 
 PLANNING_TFLOPS = 212.0
 PLANNING_RATE = "212 TFLOP/s (EDM's CIFAR-10 loop with --fp16 on one H200: 1667 img/s × 127 GFLOP)"
 
 
 BENCH_REPORTS = Path(__file__).resolve().parent.parent / "results"
-MEASURED_STEPS, MEASURE_S = 2, 2.0
+MEASURE_S = 0.5
 WARN_HOURS = 1.0  # a local plan longer than this on this machine is said in a warning line
 
 
@@ -119,32 +119,37 @@ def planned_cost(spec: RunSpec) -> dict[str, Any]:
 
 def measured_here(spec: RunSpec) -> dict[str, Any]:
     """Examples per second of the run's network on the device a local launch would train on, and the hours
-    of one run at that rate (module docstring): timed forward + backward passes of one
-    example, the first one alone when it took longer than ``MEASURE_S`` (a large network on a CPU), else
-    ``MEASURED_STEPS`` more after it."""
+    of one run at that rate (module docstring): after an untimed pass of one example, timed passes of 1, 2,
+    4, … copies of it until one takes ``MEASURE_S`` or the batch reaches ``budget.batch``; the rate is the
+    last pass's."""
     device = torch.device("cuda" if spec.device != "cpu" and torch.cuda.is_available() else "cpu")
     parts = build_parts(spec, device=device)
-    batch = example_batch(spec)
+    one = example_batch(spec)
 
-    def timed(passes: int) -> float:
+    def timed(n: int) -> float:
+        batch = Batch(
+            one.x0.repeat(n, *[1] * (one.x0.dim() - 1)),
+            {k: v.repeat(n, *[1] * (v.dim() - 1)) for k, v in one.cond.items()},
+        )
         start = time.perf_counter()
-        for _ in range(passes):
-            _forward_backward(parts, batch, device)
+        _forward_backward(parts, batch, device)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         return time.perf_counter() - start
 
-    passes, seconds = 1, timed(1)
-    if seconds < MEASURE_S:
-        passes, seconds = MEASURED_STEPS, timed(MEASURED_STEPS)
-    rate = passes / seconds
+    timed(1)  # allocations and lazy initialisation
+    n, seconds = 1, timed(1)
+    while seconds < MEASURE_S and n < spec.budget.batch:
+        n = min(2 * n, spec.budget.batch)
+        seconds = timed(n)
+    rate = n / seconds
     threads = f"cpu, {torch.get_num_threads()} threads"
     return {
         "examples_per_s": rate,
         "hours": float(spec.budget.total_nimg) / rate / 3600,
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else threads,
-        "source": f"measured now: {passes} forward + backward pass(es) of one example of this network; "
-        "data loading, optimiser steps and evaluations not included",
+        "source": f"measured now: one forward + backward pass of {n} example(s) of this network; data "
+        "loading, optimiser steps and evaluations not included",
     }
 
 
