@@ -392,10 +392,11 @@ def main(args: Any) -> int:
     """``suite eval RUN_DIR [--metric M] [--kimg K] [--grid G] [--steps N] [--guidance G]``."""
     from suite.grids import GRIDS
     from suite.lease import RunBusy
-    from suite.names import unknown_name
+    from suite.names import did_you_mean
 
-    if args.grid not in GRIDS:
-        raise ValueError(unknown_name("grid", args.grid, GRIDS))
+    if args.grid not in GRIDS:  # before the run folder, the data and the network are read
+        close = did_you_mean(args.grid, GRIDS)
+        raise ValueError(f"unknown solver grid {args.grid!r}; {close}valid grids: {', '.join(GRIDS)}")
     try:
         rescore(
             args.run_dir,

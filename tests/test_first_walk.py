@@ -60,7 +60,7 @@ def test_the_dry_run_prints_one_config_and_the_differences_of_the_others(tmp_pat
     [
         (
             ["eval", "somewhere", "--grid", "infogird"],
-            "error: unknown grid 'infogird'; did you mean infogrid?",
+            "error: unknown solver grid 'infogird'; did you mean infogrid?",
         ),
         (["status", "--results", "FILE"], "error: --results FILE is a file; give a results folder"),
         (["report", "--results", "EMPTY"], "error: no runs under EMPTY; give the folder"),
