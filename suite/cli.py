@@ -14,9 +14,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import sys
 import traceback
+import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 from suite.names import builtin_names, positive_int, probability
 from suite.seeds import SEEDS_HELP, parse_seeds
@@ -28,7 +31,15 @@ def _run(args: argparse.Namespace) -> int:
     check_names(args.task, args.sampler, args.budget)  # a misspelt name answered before torch is imported
     seeds = parse_seeds(1 if args.seeds is None else args.seeds, "--seeds")
     from suite.preflight import group_flags, preflight
-    from suite.runner import check_pack_size, check_runs, describe, plan_runs, run_local, run_packed
+    from suite.runner import (
+        check_pack_size,
+        check_runs,
+        describe,
+        describe_configs,
+        plan_runs,
+        run_local,
+        run_packed,
+    )
 
     if args.study:
         from suite.study import run_study
@@ -45,21 +56,31 @@ def _run(args: argparse.Namespace) -> int:
     )
     check_runs(runs)  # every sampler, weight, task and network built, every invalid value reported at once
     check_pack_size(args.runs_per_gpu)
-    preflight(runs, args)  # data, results folder, weights, warm-up, SLURM hours: one line per cause
-    if args.dry_run:
-        from omegaconf import OmegaConf
+    if args.dry_run:  # the plan and its cost first, whatever this machine lacks; then what it lacks
+        from suite.cost import describe_cost, measured_here, planned_cost
+        from suite.preflight import PreflightError
 
-        from suite.cost import describe_cost, planned_cost
-
-        for run in runs:
-            print(f"# {run.label}  ->  {run.run_dir}\n{OmegaConf.to_yaml(run.cfg)}")
+        print(describe_configs(runs))
         print(describe(runs))
-        print(describe_cost(planned_cost(runs[0].spec), len(runs)))
+        here = measured_here(runs[0].spec) if args.launcher == "local" else None
+        print("\n".join(describe_cost(planned_cost(runs[0].spec), len(runs), here)), flush=True)
         if args.launcher == "slurm":
             from suite.slurm import describe_arrays
 
             print(describe_arrays(runs, args))
+        try:
+            preflight(runs, args)
+        except PreflightError as err:
+            for line in err.problems:
+                print(f"error: {line}", file=sys.stderr)
+            return EXIT_USAGE
         return 0
+    preflight(runs, args)  # data, results folder, weights, warm-up, SLURM hours: one line per cause
+    todo = [run for run in runs if run.status != "done"]
+    if args.launcher == "local" and todo:  # before the first progress line, which may be hours away
+        from suite.cost import describe_here, measured_here
+
+        print("\n".join(describe_here(measured_here(todo[0].spec), len(todo))), flush=True)
     if args.launcher == "slurm":
         from suite.slurm import submit
 
@@ -108,7 +129,18 @@ def _data(args: argparse.Namespace) -> int:
     if args.unpinned_archive and task != "dna":
         raise ValueError(f"--unpinned-archive applies to `suite data dna` only, not to {task!r}")
     options = {"unpinned_archive": True} if args.unpinned_archive else {}
-    TASKS.get(task).prepare(source, dest, **options)
+    folder = Path(dest).expanduser()
+    created = not folder.exists()
+    try:
+        TASKS.get(task).prepare(source, dest, **options)
+    except OSError as err:  # no network (URLError), a refused connection, a full disk
+        if created and folder.is_dir() and not any(p.is_file() for p in folder.rglob("*")):
+            shutil.rmtree(folder)  # only the empty folders this command made
+        why = getattr(err, "reason", None) or err.strerror or err
+        raise ValueError(
+            f"suite data {task}: {why}; nothing kept in {dest}. Without internet here, download the data "
+            f"elsewhere (README, Data) and run `suite data {task} SRC DEST` with the downloaded file"
+        ) from err
     return 0
 
 
@@ -174,10 +206,42 @@ TARGET_HELP = (
 )
 
 
+def _version() -> str:
+    """The installed distribution's version, and the source checkout's commit when it is one."""
+    import subprocess
+    from importlib import metadata
+    from pathlib import Path
+
+    try:
+        version = metadata.version("infonoise-suite")
+    except metadata.PackageNotFoundError:
+        version = "(not installed)"
+    source = Path(__file__).resolve().parent.parent
+    commit = subprocess.run(
+        ["git", "-C", str(source), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    return f"{version} (commit {commit}, {source})" if commit else version
+
+
+class VersionAction(argparse.Action):
+    """``--version``: the version line, computed only when asked (it runs git)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(f"suite {_version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="suite", description="InfoNoise benchmark suite of diffusion noise samplers.", epilog=EXAMPLES
     )
+    parser.add_argument("--version", action=VersionAction, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser(
@@ -317,15 +381,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     breaking.set_defaults(func=_lazy("suite.lease", "break_command"))
 
-    table = sub.add_parser("table", help="compile the comparison table from the records")
+    table = sub.add_parser(
+        "table",
+        help="your runs' results: one block per task, budget and metric (--format md: the full tables)",
+    )
+    table.add_argument(
+        "folders",
+        nargs="*",
+        help="results folders to read as they are, committed evidence included (default: --results)",
+    )
     table.add_argument("--results", default="results", help="results folder")
+    table.add_argument(
+        "--all",
+        action="store_true",
+        help="also the committed evidence sets (folders holding an EVIDENCE file)",
+    )
+    table.add_argument("--task", default=None, help="only this task's rows")
+    table.add_argument("--sampler", default=None, help="only these samplers' rows (a comma list)")
     table.add_argument("--budget", default=None, help="only this budget's rows")
     table.add_argument(
         "--format",
-        choices=["md", "latex", "csv", "long-csv", "json"],
-        default="md",
-        help="md (default), latex, csv (the tables one after another, each under a # caption), or the tidy "
-        "long table for pandas: long-csv, json (one line per task, budget, metric, protocol and sampler)",
+        choices=["text", "md", "latex", "csv", "long-csv", "json"],
+        default="text",
+        help="text: compact blocks, at most 120 columns, notes below; md, latex, csv: the full tables one "
+        "after another (csv: each under a # caption); the tidy long table for pandas: long-csv, json (one "
+        "line per task, budget, metric, protocol and sampler)",
     )
     table.add_argument("--target-samplers", default=None, help=TARGET_HELP)
     table.add_argument(
@@ -483,10 +563,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     parser.epilog = f"{parser.epilog}\n\n{EXIT_CODES}" if parser.epilog else EXIT_CODES
-    args = parser.parse_args([arg for arg in argv if arg != "--debug"])
+    args, extra = parser.parse_known_args([arg for arg in argv if arg != "--debug"])
+    overrides = [arg for arg in extra if "=" in arg and not arg.startswith("-")]
+    if extra and (overrides != extra or not hasattr(args, "overrides")):  # key=value before a flag is fine
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if overrides:
+        args.overrides = [*args.overrides, *overrides]
     if debug:
         os.environ["SUITE_DEBUG"] = "1"  # a failed run's traceback on the terminal too (suite.runner.attempt)
     from suite.stopping import Interrupted, stop_requests  # no torch: handlers in place before heavy imports
+
+    warnings.formatwarning = lambda message, *_, **__: f"warning: {message}\n"  # one line, no source line
 
     try:
         with stop_requests() if _trains_here(args) else contextlib.nullcontext():

@@ -334,6 +334,38 @@ def finished_run(
     return folder, run_spec(cfg), snapshots
 
 
+MUCH_WORSE = 1.5  # a re-score this many times worse than the own grid's value at the snapshot is flagged
+
+
+def grid_warning(row: dict[str, Any], recorded: list[dict[str, Any]]) -> str | None:
+    """A ``warning:`` line when ``row``, scored on another grid than Karras's, is more than ``MUCH_WORSE``
+    times worse than the run's own-grid row of the same snapshot and metric (the training loop's
+    evaluation, recorded without a grid or on Karras's): a grid that does not suit the network, not a
+    worse network. None otherwise, and where no own row was recorded there."""
+    if row.get("grid", "karras") == "karras":
+        return None
+    own = [
+        r
+        for r in recorded
+        if r.get("nimg") == row["nimg"]
+        and r.get("metric") == row["metric"]
+        and r.get("grid", "karras") == "karras"
+    ]
+    if not own:
+        return None
+    mine, theirs = float(row["value"]), float(own[0]["value"])
+    if not (math.isfinite(mine) and math.isfinite(theirs)) or mine <= 0 or theirs <= 0:
+        return None
+    factor = theirs / mine if row["higher_is_better"] else mine / theirs
+    if factor <= MUCH_WORSE:
+        return None
+    return (
+        f"warning: {row['metric']} {mine:.4g} on grid {row['grid']} is {factor:.2g}× worse than the run's "
+        f"own Karras grid at this snapshot ({theirs:.4g}, NFE {own[0].get('nfe')}); the grid, not the "
+        "network, may be what is measured"
+    )
+
+
 def rescore(
     run_dir: str | Path,
     metric: str | None = None,
@@ -391,6 +423,8 @@ def rescore(
                 f"{folder.path} kimg {nimg / 1000:g} {row['metric']} grid={grid} NFE {row['nfe']}: "
                 f"{row['value']:.6g} ({note})"
             )
+            if warning := grid_warning(row, recorded):
+                print(warning)
             if not before:
                 row["wall_time"] = folder.info().get("wall_time", 0.0)
                 new_rows.append(row)
@@ -402,8 +436,13 @@ def rescore(
 
 def main(args: Any) -> int:
     """``suite eval RUN_DIR [--metric M] [--kimg K] [--grid G] [--steps N] [--guidance G]``."""
+    from suite.grids import GRIDS
     from suite.lease import RunBusy
+    from suite.names import did_you_mean
 
+    if args.grid not in GRIDS:  # before the run folder, the data and the network are read
+        close = did_you_mean(args.grid, GRIDS)
+        raise ValueError(f"unknown solver grid {args.grid!r}; {close}valid grids: {', '.join(GRIDS)}")
     try:
         rescore(
             args.run_dir,

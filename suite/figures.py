@@ -1,8 +1,10 @@
 """What every figure shares: each sampler label's style, σ axes, saving, and the samplers' densities.
 
-Styles give each sampler label a distinct colour × dash × marker in the table's sampler order, stable
-across figures. The effective allocation of a sampler is φ(u) = π(u)·w(e^u) per unit u = ln σ, normalised
-(the density the training objective really spends on each noise level, for the task's loss weight w).
+Styles give each of the suite's samplers its own colour × dash × marker (by its place in the table's order),
+the same in every figure, ``suite samplers``' included, whichever other samplers a figure draws; other labels
+(``edm[p_mean=0.0]``) follow in order. The effective allocation of a sampler is φ(u) = π(u)·w(e^u) per
+unit u = ln σ, normalised (the density the training objective really spends on each noise level, for the
+task's loss weight w).
 Figures are drawn on matplotlib ``Figure`` objects without pyplot: no global state and no GUI backend.
 """
 
@@ -23,7 +25,7 @@ from omegaconf import OmegaConf
 from suite.config import config_file
 from suite.outputs import claim
 from suite.sampler import SAMPLERS, build_sampler
-from suite.table import sampler_order
+from suite.table import EXTRA_SAMPLERS, PAPER_SAMPLERS, sampler_order
 from suite.weighting import LossWeight
 
 SIGMA_MIN, SIGMA_MAX = 0.002, 80.0
@@ -66,10 +68,15 @@ class Style:
 def style_map(labels: Sequence[str]) -> dict[str, Style]:
     """Distinct colour × dash × marker per label, in the table's sampler order (stable across figures)."""
     ordered = sampler_order(list(labels))
+    known = list(PAPER_SAMPLERS + EXTRA_SAMPLERS)  # one fixed style each, whichever others are drawn
+    others = [label for label in ordered if label not in known]
     palette = sns.color_palette("tab10", 10) + sns.color_palette("Dark2", 8)
+    index = {
+        label: known.index(label) if label in known else len(known) + others.index(label) for label in ordered
+    }
     return {
         label: Style(tuple(palette[i % len(palette)]), DASHES[i % len(DASHES)], MARKERS[i % len(MARKERS)], i)
-        for i, label in enumerate(ordered)
+        for label, i in index.items()
     }
 
 

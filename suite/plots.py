@@ -35,6 +35,7 @@ import argparse
 import functools
 import json
 import math
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -254,9 +255,7 @@ def _learned_profile(runs: list[Run]) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return (u, np.mean([p["rho"] for p in last], axis=0), np.mean([p["m_hat"] for p in last], axis=0))
 
 
-def plot_alignment(
-    runs: list[Run], profile: PosthocProfile | None, title: str, base: Path, profile_note: str = ""
-) -> list[Path]:
+def plot_alignment(runs: list[Run], profile: PosthocProfile | None, title: str, base: Path) -> list[Path]:
     """Each sampler's final φ against the post hoc profile and InfoNoise's ρ̂; MMSE estimates beside."""
     allocations = _mean_allocations(runs)
     learned = _learned_profile(runs)
@@ -334,7 +333,9 @@ def plot_alignment(
         ax_m.legend(fontsize=8, loc="lower right", framealpha=0.9)
     ax_legend.axis("off")
     ax_legend.legend(*ax.get_legend_handles_labels(), loc="upper center", ncol=3, fontsize=8.5, frameon=False)
-    note = MEMORISATION_NOTE if profile is not None else f"Post hoc profile not computed: {profile_note}"
+    note = (
+        MEMORISATION_NOTE if profile is not None else "No post hoc profile saved for this task (caption file)"
+    )
     ax_legend.text(
         0.0, 0.0, note, fontsize=9, ha="left", va="bottom", transform=ax_legend.transAxes, wrap=True
     )
@@ -408,9 +409,9 @@ def plot_quality(rows: pd.DataFrame, title: str, base: Path) -> list[Path]:
     ax.set_ylabel(_quality_label(first))
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(
-        title="sampler (seed mean, band: its 95% CI)", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1)
-    )
+    several = bool((rows.groupby("sampler")["seed"].nunique() > 1).any()) if "seed" in rows else True
+    legend = "sampler (seed mean, band: its 95% CI)" if several else "sampler (1 seed)"
+    ax.legend(title=legend, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     return save_figure(fig, base)
 
@@ -613,6 +614,7 @@ def _profile_for(
         try:
             cache[key] = (profile_fn(task_cfg, sigma), "")
         except (FileNotFoundError, OSError, ValueError, KeyError) as err:
+            print(f"warning: no post hoc profile in the alignment figure: {err}", file=sys.stderr)
             cache[key] = (None, f"{type(err).__name__}: {err}")
     return cache[key]
 
@@ -637,16 +639,20 @@ def write_figures(
         stem = figure_stem(results, folder)
         runs = [r for r in runs if r.info.get("status", "unknown") in ("done", "unknown")] or runs
         first = runs[0]
-        head = (
-            f"{first.info.get('task', '?')} · budget {first.info.get('budget', '?')} · comparison "
-            f"{first.info.get('comparison_hash', '?')}"
-        )
+        head = f"{first.info.get('task', '?')} · {first.info.get('budget', '?')}"
+        head += " · stand-in data" if first.info.get("stand_in_data") else ""
+        caption = [
+            f"task {first.info.get('task', '?')}, budget {first.info.get('budget', '?')}, comparison "
+            f"{first.info.get('comparison_hash', '?')}, {len(runs)} run(s) in {folder}"
+        ]
         if first.info.get("stand_in_data"):
-            head += f" · stand-in data: {first.info.get('data', '')}"
+            caption.append(f"stand-in data: {first.info.get('data', '')}")
         if any(r.final_allocation() is not None for r in runs):
             task_cfg = to_dict(first.spec.task_cfg) if first.spec is not None else {}
             profile, reason = _profile_for(task_cfg, cache, profile_fn)
-            written += plot_alignment(runs, profile, head, out / f"{stem}_alignment", reason)
+            if reason:
+                caption.append(f"alignment figure: post hoc profile not computed: {reason}")
+            written += plot_alignment(runs, profile, head, out / f"{stem}_alignment")
         if (result := plot_infonoise_profile(runs, head, out / f"{stem}_infonoise-profile")) is not None:
             written += result
         rows = finished(records[records["run_dir"].map(Path).map(lambda d: d.parent.parent) == folder])
@@ -666,6 +672,8 @@ def write_figures(
                 runs, part, f"{head}: EDM P_mean sweep", out / f"{stem}_pmean-sweep-{metric}"
             )
             written += sweep or []
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"{stem}_caption.txt").write_text("\n".join(caption) + "\n")  # what the short titles leave out
     return written
 
 

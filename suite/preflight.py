@@ -11,6 +11,8 @@ line, in a :class:`PreflightError`; nothing runs while one is found:
   names, the prepared DNA and OpenWebText folders, tokenizers and text models);
 * a metric's file options (``weights_path``, ``checkpoint``, ``target_names``), where set, name files, and
   a FID with the standard Inception-v3 finds its weights where the metric looks for them;
+* ``device=cuda`` of a local launch finds a CUDA device, and every evaluation has at least 2 samples and
+  2 references;
 * an adaptive sampler's warm-up is shorter than the run (``budget.kimg`` / ``budget.batch`` training
   steps): otherwise it never rebuilds its density and trains as its base sampler throughout;
 * with ``--launcher slurm``: a job's time limit × (1 + ``max_requeues``) covers the run's planned hours,
@@ -150,6 +152,31 @@ def warmup_problem(spec: RunSpec) -> str | None:
     )
 
 
+def device_problem(spec: RunSpec) -> str | None:
+    """``device=cuda`` on a machine where torch sees no CUDA device (a local launch would fail only after
+    the data are loaded), or None."""
+    import torch
+
+    if spec.device != "cuda" or torch.cuda.is_available():
+        return None
+    return (
+        "device=cuda: torch sees no CUDA device on this machine; use device=auto or device=cpu here, or "
+        "--launcher slurm for a GPU partition"
+    )
+
+
+def evaluation_size_problem(spec: RunSpec) -> str | None:
+    """An evaluation of fewer than 2 generated samples or references: every metric compares two
+    distributions by their spread (a Fréchet distance needs a covariance), so it would fail only after
+    training; or None."""
+    ev = spec.budget.eval
+    small = {"samples": ev.samples, "final_samples": ev.final_samples, "reference": ev.reference}
+    bad = [f"budget.eval.{key}={value}" for key, value in small.items() if value is not None and value < 2]
+    if not bad:
+        return None
+    return f"{', '.join(bad)}: a metric needs at least 2 samples and 2 references; set them to 2 or more"
+
+
 def slurm_problems(runs: Sequence[PlannedRun], args: argparse.Namespace) -> list[str]:
     """Runs whose planned hours the profile's jobs and requeues do not cover, one line per (task, budget,
     resources)."""
@@ -201,6 +228,10 @@ def preflight(runs: Sequence[PlannedRun], args: argparse.Namespace) -> None:
             if problem := inception_problem(spec):
                 problems.setdefault(problem)
         if problem := warmup_problem(spec):
+            problems.setdefault(problem)
+        if problem := evaluation_size_problem(spec):
+            problems.setdefault(problem)
+        if getattr(args, "launcher", "local") == "local" and (problem := device_problem(spec)):
             problems.setdefault(problem)
     if getattr(args, "launcher", "local") == "slurm":
         for problem in slurm_problems(todo, args):

@@ -34,7 +34,8 @@ import pandas as pd
 from suite.outputs import claim, guarded_output
 from suite.plots import ProfileFn, Run, discover_runs, figure_stem, write_figures
 from suite.records import now, write_atomic
-from suite.statistics import STATISTICS_CAPTION, statistics_table
+from suite.results import find_runs
+from suite.statistics import statistics_caption, statistics_table
 from suite.table import (
     NO_TARGET,
     TARGET_BASELINES,
@@ -220,6 +221,8 @@ def write_report(
     published = load_published(results)
     figures = [p for p in write_figures(results, profile_fn, folder / "figures") if p.suffix == ".png"]
     n_runs = records["run_dir"].nunique()
+    statistics = statistics_table(records, budget, targets)
+    scales = statistics["scale"].tolist() if not statistics.empty else []
     lines = [
         "# InfoNoise benchmark report",
         "",
@@ -238,7 +241,7 @@ def write_report(
         "",
         render(time_to_target_table(records, budget, targets), "md", target_caption(targets), NO_TARGET),
         "",
-        render(statistics_table(records, budget, targets), "md", STATISTICS_CAPTION),
+        render(statistics, "md", statistics_caption(None, scales)),
         "",
         incomplete_note(records),
         "## Figures",
@@ -263,6 +266,10 @@ def write_report(
 def main(args: argparse.Namespace) -> int:
     """``suite report``: write ``REPORT.md`` to ``args.out`` (default ``args.results``)."""
     targets = parse_targets(getattr(args, "target_samplers", None))
+    if Path(args.results).is_file() or not find_runs(args.results):
+        raise ValueError(
+            f"no runs under {args.results}; give the folder `suite run --results` wrote, or run one first"
+        )
     with guarded_output(getattr(args, "out", None), getattr(args, "force", False)):
         out = write_report(
             args.results, getattr(args, "budget", None), targets=targets, out=getattr(args, "out", None)

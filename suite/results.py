@@ -48,6 +48,8 @@ from suite.schedule import evaluation_points
 RUN_FILES = ("run.json", "records.jsonl", "slurm.json")
 RUN_COLUMNS = ("run_dir", "origin", "status", "sampler_name", "total_kimg", "records_incomplete")
 FLAG_COLUMNS = ("higher_is_better", "stand_in_data", "substitute_metric", "paper_metric")
+EVIDENCE_MARKER = "EVIDENCE"
+DAMAGED = "run.json damaged"
 GRID_LABELS = {"karras": "Karras", "infogrid": "InfoGrid", "infogrid-rescaled": "InfoGrid rescaled"}
 
 
@@ -82,8 +84,15 @@ class RunRecord:
         return self.path.parent.parent
 
     @property
+    def damaged(self) -> bool:
+        """Whether run.json is there but holds no record (``RunDirectory.info`` reported it)."""
+        return not self.info and (self.path / "run.json").is_file()
+
+    @property
     def status(self) -> str:
-        return str(self.info.get("status", "unknown"))
+        """run.json's status; "unknown" without one; ``DAMAGED`` for a damaged one, which ``suite status``
+        shows as such and the tables leave out (never a target)."""
+        return DAMAGED if self.damaged else str(self.info.get("status", "unknown"))
 
     @property
     def label(self) -> str:
@@ -161,6 +170,20 @@ def origin_of(root: Path, run_dir: Path) -> str:
     if "runs" in parts:
         return "/".join(parts[: parts.index("runs")])
     return "/".join(parts[:-3])
+
+
+def evidence_origins(root: str | Path, origins: set[str]) -> set[str]:
+    """The ``origins`` that lie in a committed evidence set: a folder below ``root`` (the root itself not
+    counted, so naming a set as the results folder reads it as one's own) that holds a file named
+    ``EVIDENCE_MARKER``, as each result set committed under ``results/`` does."""
+    marked = set()
+    for origin in origins:
+        parts = Path(origin).parts
+        if any(
+            (Path(root).joinpath(*parts[:i]) / EVIDENCE_MARKER).is_file() for i in range(1, len(parts) + 1)
+        ):
+            marked.add(origin)
+    return marked
 
 
 def find_runs(results: str | Path) -> list[RunRecord]:

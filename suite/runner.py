@@ -127,7 +127,11 @@ def resolve_samplers(spec: str) -> list[str]:
     configured = group_options("sampler")
     if spec == "all":
         return configured
-    names = [s.strip() for s in spec.split(",") if s.strip()]
+    given = [s.strip() for s in spec.split(",") if s.strip()]
+    names = list(dict.fromkeys(given))
+    for name in names:
+        if given.count(name) > 1:
+            print(f"note: sampler {name} given {given.count(name)} times; planned once", file=sys.stderr)
     registered = set(SAMPLERS.names())
     for name in names:
         if name not in configured or name not in registered:
@@ -266,6 +270,42 @@ def describe(runs: list[PlannedRun]) -> str:
     lines = [f"{len(runs)} run(s):"]
     for run in runs:
         lines.append(f"  [{run.status:>11}] {run.label:<40} {run.run_dir}")
+    return "\n".join(lines)
+
+
+def _flat(cfg: DictConfig) -> dict[str, Any]:
+    """``cfg`` as dotted keys → values (lists kept whole)."""
+    flat: dict[str, Any] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict) and node:
+            for key, value in node.items():
+                walk(value, f"{prefix}{key}.")
+        else:
+            flat[prefix[:-1]] = node
+
+    walk(OmegaConf.to_container(cfg, resolve=True), "")
+    return flat
+
+
+def describe_configs(runs: list[PlannedRun]) -> str:
+    """The first run's resolved config in full, then per other run only the keys whose values differ from
+    it (``sampler.p_mean=0.0``; a group whose config is another one by its name, ``sampler=edm (its
+    config)``), so that a sweep of nine samplers prints one config, not nine."""
+    first = _flat(runs[0].cfg)
+    lines = [f"# config of {runs[0].label}  ->  {runs[0].run_dir}", OmegaConf.to_yaml(runs[0].cfg).rstrip()]
+    if len(runs) > 1:
+        lines.append("# the other runs differ from it in:")
+    for run in runs[1:]:
+        mine = _flat(run.cfg)
+        changed = [k for k in sorted(first.keys() | mine.keys()) if first.get(k) != mine.get(k)]
+        renamed = {k.rsplit(".", 1)[0] for k in changed if k.endswith(".name")}  # another config of a group
+        shown = [f"{g}={mine[g + '.name']} (its config)" for g in sorted(renamed)] + [
+            f"{k}={mine.get(k, '(absent)')}"
+            for k in changed
+            if not any(k.startswith(f"{g}.") for g in renamed)
+        ]
+        lines.append(f"#   {run.label}: {' '.join(shown) or 'nothing'}")
     return "\n".join(lines)
 
 

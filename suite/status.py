@@ -37,7 +37,7 @@ from typing import Any
 import pandas as pd
 
 from suite.lease import Holder, LeaseFile, judge, read_lease, stale_limit
-from suite.results import RunRecord, find_runs
+from suite.results import DAMAGED, RunRecord, find_runs
 from suite.slurm import read_submission, slurm_command
 from suite.watch import format_eta
 
@@ -211,7 +211,8 @@ def collect(results: str | Path) -> pd.DataFrame:
         slurm_state = queue.get(job, slurm_state)
         seen, clock = read_lease(run.path), time.time()
         live = False if seen is None else judge(seen, me, limit, clock)
-        status = effective_status(info.get("status", "pending"), slurm_state, live, job in queue)
+        recorded = DAMAGED if run.damaged else info.get("status", "pending")
+        status = effective_status(recorded, slurm_state, live, job in queue)
         error = ""
         if status == "failed":
             recorded_error = (info.get("error") or "").strip().splitlines()
@@ -220,6 +221,8 @@ def collect(results: str | Path) -> pd.DataFrame:
                 if recorded_error
                 else last_error_line(sub.get("stderr")) or f"job {job} ended {slurm_state}"
             )
+        elif status == DAMAGED:
+            error = "not a JSON object; re-run the launch command to resume the run and record it again"
         elif status == "done" and run.records_incomplete:
             status, error = "done, records incomplete", run.records_incomplete
         rows.append(
@@ -242,7 +245,9 @@ def collect(results: str | Path) -> pd.DataFrame:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Print the status table of ``args.results``."""
+    """Print the status table of ``args.results`` (a file there is an error)."""
+    if Path(args.results).is_file():
+        raise ValueError(f"--results {args.results} is a file; give a results folder (the one holding runs/)")
     table = collect(args.results)
     if table.empty:
         print(f"no runs under {Path(args.results) / 'runs'}")

@@ -890,10 +890,17 @@ def incomplete_note(df: pd.DataFrame, fmt: str = "md") -> str:
 
 
 def parse_targets(spec: str | Sequence[str] | None) -> tuple[str, ...]:
-    """Target sampler labels from a comma list (``None``: the paper's fixed baselines)."""
+    """Target sampler labels from a comma list (``None``: the paper's fixed baselines); a label of no
+    registered sampler is refused, naming the valid ones."""
     if spec is None:
         return TARGET_BASELINES
+    from suite.names import unknown_name
+    from suite.sampler import SAMPLERS
+
     labels = tuple(s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip())
+    for label in labels:  # a swept label (edm[p_mean=0.0]) is its sampler's
+        if base_name(label) not in SAMPLERS.names():
+            raise ValueError(unknown_name("target sampler", base_name(label), sorted(SAMPLERS.names())))
     if not labels:
         raise ValueError(
             f"no target samplers in {spec!r}; give sampler labels such as {','.join(TARGET_BASELINES)}"

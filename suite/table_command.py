@@ -1,8 +1,12 @@
-"""``suite table``: the comparison and time-to-target tables of a results folder (``suite.table``), the
-confidence intervals and verdicts of ``suite.statistics`` after them, the runs whose records stop short
-below them, and last what each budget's numbers can and cannot show (its config's ``note``).
-``--format long-csv|json`` prints the tidy long table of ``suite.table_long`` instead, alone on stdout (the
-note on incomplete records goes to stderr), so that ``pandas.read_csv`` reads it."""
+"""``suite table``: by default the compact blocks of ``suite.summary`` (one per task × budget × metric, the
+samplers as rows, the shared remarks and captions as numbered notes below), of the user's own runs: those of
+the results folder that lie in no committed evidence set (``suite.results.evidence_origins``); ``--all``
+adds those sets, and naming folders (``suite table results/cpu-smoke``) reads them as they are.
+``--format md|latex|csv`` prints the full tables instead: the comparison and time-to-target tables
+(``suite.table``), the confidence intervals and verdicts of ``suite.statistics``, the runs whose records stop
+short, and last what each budget's numbers can and cannot show (its config's ``note``).
+``--format long-csv|json`` prints the tidy long table of ``suite.table_long``, alone on stdout (the note on
+incomplete records goes to stderr), so that ``pandas.read_csv`` reads it."""
 
 from __future__ import annotations
 
@@ -13,13 +17,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from suite.results import RunRecord
+from suite.names import unknown_name
+from suite.results import RunRecord, evidence_origins
 from suite.statistics import statistics_caption, statistics_table
+from suite.summary import render_summary, summary_blocks
 from suite.table import (
     NO_TARGET,
     comparison_caption,
     comparison_table,
     floor_caption,
+    guidance_note,
     incomplete_note,
     load_published,
     load_records,
@@ -30,35 +37,85 @@ from suite.table import (
 )
 from suite.table_long import LONG_FORMATS, long_table, render_long
 
+SUMMARY_CAPTION = (
+    "Each block: the final quality of each sampler with its 95% confidence interval over seeds, its "
+    "difference to the target sampler paired by seed, the processed examples (kimg) until its seed-mean "
+    "curve first reaches the target's final value, and the published value (InfoNoise, arXiv 2602.18647, "
+    "as transcribed in results/paper/; the paper does not say which KG reading it ran, so its KG value "
+    "stands beside both, docs/kg.md); the verdict: better, worse or n.s. (not distinguishable: the "
+    "difference's interval covers 0), then the time to the target's final value: k× sooner or longer, time "
+    "n.s. (the ratio's interval covers 1) or not reached in some seed pairs. `suite table --format md` "
+    "prints the full tables with each verdict in words"
+)
+
 
 def main(args: argparse.Namespace) -> int:
-    """``suite table``: print both tables of the records under ``args.results``, then the confidence
-    intervals and verdicts of ``suite.statistics``.
+    """``suite table``: the compact blocks (``--format text``, the default) or the full tables of the records
+    under ``args.results`` (or of the folders ``args.folders``), filtered by ``args.task``, ``args.sampler``
+    and ``args.budget``; committed evidence sets only with ``args.all`` or named.
 
     ``args.target_samplers`` (optional, a comma list) replaces the paper's baselines as the first target.
     """
-    df = load_records(args.results)
-    fmt = getattr(args, "format", "md")
+    fmt = getattr(args, "format", "text")
+    budget = getattr(args, "budget", None)
+    targets = parse_targets(getattr(args, "target_samplers", None))
+    if budget is not None:
+        from suite.config import group_options
+
+        check_choice(budget, group_options("budget"), "budget")
+    folders = list(getattr(args, "folders", None) or [args.results])
+    df, left_out = load_own(folders, bool(getattr(args, "all", False)))
     declared = None
     if getattr(args, "study", None):
         from suite.study import load_study, restrict_to_study
 
         declared = load_study(args.study).target
+
         if fmt in LONG_FORMATS:  # the study's header and missing runs go to stderr, the table alone to stdout
             with contextlib.redirect_stdout(sys.stderr):
-                df = restrict_to_study(df, args.study, args.results, getattr(args, "budget", None), "csv")
+                df = restrict_to_study(df, args.study, args.results, budget, "csv")
         else:
-            df = restrict_to_study(df, args.study, args.results, getattr(args, "budget", None), fmt)
+            df = restrict_to_study(df, args.study, args.results, budget, "md" if fmt == "text" else fmt)
     if df.empty:
-        print(f"no records under {args.results}", file=sys.stderr)
+        where = ", ".join(folders) + (f" (left out: {left_out}; --all adds them)" if left_out else "")
+        print(f"error: no records under {where}", file=sys.stderr)
         print(incomplete_note(df, fmt), end="", file=sys.stderr)
         return 1
-    budget = getattr(args, "budget", None)
+    task = getattr(args, "task", None)
+    if task is not None:
+        check_choice(task, sorted(set(df["task"].dropna())), "task")
+        df = df[df["task"] == task]
+    samplers = getattr(args, "sampler", None)
+    if samplers is not None:
+        samplers = [s.strip() for s in samplers.split(",") if s.strip()]
+        for label in samplers:
+            check_choice(label, sorted(set(df["sampler"].dropna())), "sampler")
+    if fmt == "text":
+        published = load_published(folders[0])
+        blocks, notes, scales = summary_blocks(df, budget, targets, published, samplers, declared)
+        if not blocks:
+            print(f"error: no finished run under {', '.join(folders)} in these filters", file=sys.stderr)
+            return 1
+        captions = [
+            SUMMARY_CAPTION + guidance_note(df, budget) + floor_caption(df, budget),
+            target_caption(targets, declared),
+            statistics_caption(declared, scales),
+            *budget_notes(df, budget).splitlines(),
+            *incomplete_note(df).splitlines(),
+        ]
+        for caption in captions:
+            notes.ref(caption)
+        footer = (
+            [f"Left out: committed evidence {left_out}; `suite table --all` adds it."] if left_out else []
+        )
+        render_summary(blocks, notes.texts, footer)
+        return 0
+    if samplers is not None:
+        df = df[df["sampler"].isin(samplers)]
     if fmt in LONG_FORMATS:
         print(render_long(long_table(df, budget, load_published(args.results)), fmt), end="")
         print(incomplete_note(df, "csv"), end="", file=sys.stderr)
         return 0
-    targets = parse_targets(getattr(args, "target_samplers", None))
     caption = comparison_caption(df, budget) + floor_caption(df, budget)
     print(render(comparison_table(df, budget, load_published(args.results)), fmt, caption))
     caption = target_caption(targets, declared)
@@ -69,6 +126,36 @@ def main(args: argparse.Namespace) -> int:
     print(incomplete_note(df, fmt), end="")
     print(budget_notes(df, budget, fmt), end="")
     return 0
+
+
+def load_own(folders: list[str], everything: bool) -> tuple[pd.DataFrame, str]:
+    """The records under ``folders``, without the runs of committed evidence sets below them unless
+    ``everything``; and the sets left out, as "results/cpu-smoke, results/gpu/…" ("" when none)."""
+    frames, incomplete, left = [], {}, []
+    for folder in folders:
+        if Path(folder).is_file():
+            raise ValueError(f"{folder} is a file; give a results folder (the one holding runs/)")
+        df = load_records(folder)
+        runs = df.attrs.get("records_incomplete", {})
+        if not everything and not df.empty:
+            marked = sorted(evidence_origins(folder, set(df["origin"].dropna())))
+            sets = [Path(folder) / origin for origin in marked]
+            left += [str(s) for s in sets]
+            df = df[~df["origin"].isin(marked)]
+            runs = {
+                run: why for run, why in runs.items() if not any(Path(run).is_relative_to(s) for s in sets)
+            }
+        frames.append(df)
+        incomplete |= runs
+    df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].copy()
+    df.attrs["records_incomplete"] = incomplete
+    return df, ", ".join(left)
+
+
+def check_choice(value: str, valid: list[str], what: str) -> None:
+    """Refuse ``value`` unless it is one of ``valid``, in one line naming the valid choices."""
+    if value not in valid:
+        raise ValueError(unknown_name(what, value, valid))
 
 
 def budget_notes(df: pd.DataFrame, budget: str | None = None, fmt: str = "md") -> str:

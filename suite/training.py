@@ -48,6 +48,7 @@ from suite.config import to_dict
 from suite.distributed import DistContext, barrier, init_distributed
 from suite.evaluation import Evaluator, save_snapshot
 from suite.lease import Lease, LeaseLost, RunBusy, clean_temporary_files, read_holder
+from suite.metrics import MetricSpec
 from suite.provenance import claim_data_identity, density_row, run_started
 from suite.records import RunDirectory, append_jsonl, append_text, now, truncate_jsonl
 from suite.schedule import (
@@ -79,6 +80,9 @@ class Trainer:
         self.state = TrainingState(spec, self.task, self.ctx)
         self.objective = self.task.objective(self.state.weight)
         self.evaluator = Evaluator(spec, self.task, self.data, self.ctx.device) if self.ctx.is_main else None
+        if self.evaluator is not None:
+            for line in stand_in_lines(self.data, [m.spec for m in self.evaluator.metrics]):
+                print(line, flush=True)  # on the launch's terminal and in log.txt, before any number
         self.batch = self.budget.batch
         if self.batch % self.ctx.world_size:
             raise ValueError(f"budget.batch={self.batch} is not divisible by the {self.ctx.world_size} ranks")
@@ -89,6 +93,7 @@ class Trainer:
         self._rebuilds_logged = 0
         self._loss_sum = torch.zeros((), device=self.ctx.device)
         self.watchers: Watchers | None = None  # the main rank's live loggers, opened by run()
+        self._eval_seconds: list[float] = []  # wall seconds of each evaluation point this process scored
         self.compile_seconds: float | None = None  # the first compiled step's time, once taken
         self.compile_warning: str | None = None
         self._tick_compile_seconds = 0.0  # compile time inside the current tick, reported apart
@@ -199,6 +204,10 @@ class Trainer:
         if self.ctx.is_main and self.evaluator is not None:
             state, spec = self.state, self.spec
             importance = bool(state.sampler.hyperparameters().get("importance_correction", False))
+            print(
+                f"[{spec.task}/{spec.sampler.label}/seed{spec.seed}] evaluating at kimg {state.nimg / 1000:g}"
+            )
+            started = time.perf_counter()
             try:
                 rows = self.evaluator.evaluate(
                     state.ema, state.nimg, state.wall_time, importance, final=state.nimg >= self.total_nimg
@@ -206,6 +215,7 @@ class Trainer:
             except Interrupted:
                 abandoned = True
             else:
+                self._eval_seconds.append(time.perf_counter() - started)
                 digest = rows[0]["config_hash"]
                 save_snapshot(self.dir.snapshots, state.nimg, state.ema, state.sampler, digest)
                 append_jsonl(self.dir.records, rows)
@@ -369,6 +379,12 @@ class Trainer:
         processed = max(self.nimg - last_tick, 1)
         sec_per_kimg = (time.perf_counter() - tick_start) / processed * 1000  # compile time excluded
         remaining = (self.total_nimg - self.nimg) / 1000 * sec_per_kimg
+        evaluations = sum(point > self.nimg for point in self.eval_at)
+        if evaluations and self._eval_seconds:  # the mean of this process's evaluations so far
+            remaining += evaluations * sum(self._eval_seconds) / len(self._eval_seconds)
+        counted = "" if not evaluations else f" incl. {evaluations} evaluation(s)"
+        if evaluations and not self._eval_seconds:
+            counted = f" + {evaluations} evaluation(s), timed at the first"
         compiled = self._tick_compile_seconds
         if self.ctx.is_main:
             row = {
@@ -387,7 +403,7 @@ class Trainer:
             print(
                 f"[{self.spec.task}/{self.spec.sampler.label}/seed{self.spec.seed}] "
                 f"kimg {self.nimg / 1000:.1f}/{self.total_nimg / 1000:.1f}  loss {row['loss']:.4f}  "
-                f"sec/kimg {sec_per_kimg:.2f}  ETA {format_eta(remaining)}"
+                f"sec/kimg {sec_per_kimg:.2f}  ETA {format_eta(remaining)}{counted}"
                 + (f"  (compile {compiled:.1f} s apart)" if compiled else ""),
                 flush=True,
             )
@@ -428,6 +444,18 @@ def take_lease(run_dir: Path, ctx: DistContext) -> Lease | None:
     if busy is not None:
         raise busy
     return lease
+
+
+def stand_in_lines(data: TaskData, metrics: list[MetricSpec]) -> list[str]:
+    """A ``note:`` line for stand-in data and one per substitute metric, naming what stands in for what;
+    none when the run trains on the real data and scores with the real metrics."""
+    lines = [f"note: stand-in data, not the real data set: {data.variant}"] if data.stand_in else []
+    lines += [
+        f"note: {m.label} stands in for {m.substitutes} (substitute metric; never beside published values)"
+        for m in metrics
+        if m.substitutes
+    ]
+    return lines
 
 
 def train(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any]:

@@ -450,7 +450,9 @@ def test_a_corrupted_middle_record_and_a_short_done_run_are_reported_never_avera
     for reason in why.values():
         assert reason[:100] in status.stdout
 
-    table = subprocess.run(cli_command("table", "--results", str(results)), env=cli_env(), **CAPTURE)
+    table = subprocess.run(
+        cli_command("table", "--results", str(results), "--format", "md"), env=cli_env(), **CAPTURE
+    )
     assert table.returncode == 0, table.stdout + table.stderr
     assert table.stderr.count(warning) == 1
     assert "[records incomplete: 2 of 2 runs]" in table.stdout

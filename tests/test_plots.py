@@ -194,9 +194,10 @@ def test_kg_importance_corrected_allocation_is_the_base_priors(results: Path):
 
 
 def test_alignment_without_a_profile(results: Path, tmp_path: Path):
-    """Data not on this machine: the alignment figure is still written, saying why the profile is missing."""
+    """Data not on this machine: the alignment figure is still written, without the profile (why is said in
+    the caption file and on stderr, never inside the image)."""
     runs = next(iter(discover_runs(results).values()))
-    written = plot_alignment(runs, None, "no data", tmp_path / "alignment", "FileNotFoundError: no files")
+    written = plot_alignment(runs, None, "no data", tmp_path / "alignment")
     for path in written:
         assert_figure(path)
 
@@ -321,3 +322,17 @@ def test_saved_profile_round_trips_and_a_missing_one_names_the_command(tmp_path:
     back = read(moved, sigma[:3])
     assert np.array_equal(back.sigma, written.sigma) and np.array_equal(back.mmse, written.mmse)
     assert (back.nn_distance, back.n_points, back.dim) == (6.0, 64, 784)
+
+
+def test_each_sampler_keeps_its_colour_whichever_others_a_figure_draws():
+    from suite.figures import style_map
+
+    everything = style_map(
+        ["logu", "cos", "fm", "edm", "kg", "kg-uncorrected", "infonoise", "laplace", "cauchy"]
+    )
+    for subset in (["edm"], ["infonoise", "cauchy"], ["cauchy", "edm[p_mean=0.0]", "logu"]):
+        styles = style_map(subset)
+        for label in subset:
+            if label in everything:
+                assert styles[label].color == everything[label].color
+    assert len({s.color for s in everything.values()}) == 9

@@ -119,7 +119,7 @@ def test_a_task_written_from_the_docs_runs_through_every_command_with_no_edit_to
         ]
         assert not any(r["paper_metric"] or r["substitute_metric"] or r["stand_in_data"] for r in rows)
         finals[sampler] = (run_dir, rows[-1]["value"])
-    table = suite(site, "table", "--results", str(results)).stdout
+    table = suite(site, "table", "--results", str(results), "--format", "md").stdout
     header, _, row = [line.split("|") for line in table.splitlines() if line.startswith("| ")][:3]
     final_quality = {name.strip(): cell.strip(" *") for name, cell in zip(header, row, strict=True)}
     assert final_quality["metric"] == "energy-distance ↓"  # neither the paper's metric nor a substitute

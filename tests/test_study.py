@@ -224,10 +224,10 @@ def test_a_smoke_study_runs_end_to_end_and_its_table_shows_exactly_its_grid(tmp_
     )
     assert extra.stdout.count("done already: ") == 3
 
-    assert main(["table", "--results", str(results)]) == 0
+    assert main(["table", "--results", str(results), "--format", "md"]) == 0
     (everything,) = markdown_rows(capsys.readouterr().out)
     assert everything["seeds"] == "3–4"
-    assert main(["table", "--results", str(results), "--study", str(path)]) == 0
+    assert main(["table", "--results", str(results), "--study", str(path), "--format", "md"]) == 0
     out = capsys.readouterr().out
     assert "6 of 6 run(s) in the tables; 0 missing" in out
     (row,) = markdown_rows(out)
@@ -241,7 +241,7 @@ def test_a_smoke_study_runs_end_to_end_and_its_table_shows_exactly_its_grid(tmp_
     assert all(row[s] == "–" for s in group_options("sampler") if s not in ("edm", "logu"))
 
     wider = study_file(tmp_path, "wider.yaml", seeds=3, samplers=["edm", "logu", "cos"], overrides=TINY)
-    assert main(["table", "--results", str(results), "--study", str(wider)]) == 0
+    assert main(["table", "--results", str(results), "--study", str(wider), "--format", "md"]) == 0
     out = capsys.readouterr().out
     assert "6 of 9 run(s) in the tables; 3 missing:" in out
     assert [line.split()[1] for line in out.splitlines() if line.startswith("  missing ")] == [

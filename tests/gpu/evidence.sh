@@ -50,6 +50,8 @@ case "$WORK" in /tmp/?*) rm -rf "$WORK" ;; *) echo "WORK must be a folder under 
 EV=$WORK/evidence
 DATA=$WORK/data
 mkdir -p "$OUT" "$EV/bench" "$DATA"
+# the marker that makes a copy of this folder under results/ committed evidence (suite/results.py)
+echo "Committed evidence: one run of tests/gpu/evidence.sh (its README says how it was made)." > "$EV/EVIDENCE"
 exec > >(tee "$OUT/evidence.log") 2>&1
 
 START=$(date +%s)
@@ -394,7 +396,7 @@ case "$K" in ''|*[!0-9]*) say "no plan (see above): K = 2, the template study as
 run_step reproduction "$REPRO_S" "$PY" -m suite.cli run --study "$EV/study.yaml" --runs-per-gpu "$K" \
   --results "$EV" "task.root=$DATA/bfashion"
 say "suite table --study $EV/study.yaml --results $EV"
-timeout $(( 60 * CAP_SCALE )) "$PY" -m suite.cli table --study "$EV/study.yaml" --results "$EV" > "$EV/table.md"
+timeout $(( 60 * CAP_SCALE )) "$PY" -m suite.cli table --study "$EV/study.yaml" --results "$EV" --format md > "$EV/table.md"
 cat "$EV/table.md"
 cp "$EV/table.md" "$OUT/table.md"
 publish
