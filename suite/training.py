@@ -199,7 +199,12 @@ class Trainer:
             importance = bool(state.sampler.hyperparameters().get("importance_correction", False))
             try:
                 rows = self.evaluator.evaluate(
-                    state.ema, state.nimg, state.wall_time, importance, final=state.nimg >= self.total_nimg
+                    state.ema,
+                    state.nimg,
+                    state.wall_time,
+                    importance,
+                    final=state.nimg >= self.total_nimg,
+                    sampler=state.sampler,
                 )
             except Interrupted:
                 abandoned = True
