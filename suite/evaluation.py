@@ -154,8 +154,10 @@ class Evaluator:
         profile: tuple[Tensor, Tensor] | None = None,
         only: str | None = None,
         final: bool = False,
+        sampler: NoiseSampler | None = None,
     ) -> list[dict[str, Any]]:
-        """One evaluation point: a row per metric (or only the metric named ``only``).
+        """One evaluation point: a row per metric (or only the metric named ``only``); the metrics see
+        ``model`` and the run's ``sampler`` beside the samples (``EvalInputs``).
 
         At the ``final`` point the budget may ask for EDM's protocol: ``eval.final_samples`` samples from
         each of ``eval.final_ranges`` disjoint generation-seed ranges; a metric whose spec takes the best of
@@ -195,6 +197,8 @@ class Evaluator:
                 generated=self.task.decode_generated(x, model, {} if matched is None else matched.cond),
                 reference=reference,
                 matched=None if matched is None else self.task.decode_reference(matched),
+                model=model,
+                sampler=sampler,
             )
             if k == 0:
                 self.preview = inputs.generated[:PREVIEW]
@@ -415,7 +419,7 @@ def rescore(
             continue
         importance = bool(sampler.hyperparameters().get("importance_correction", False))
         final = nimg >= spec.budget.total_nimg
-        rows = evaluator.evaluate(ema, nimg, 0.0, importance, grid, steps, profile, metric, final)
+        rows = evaluator.evaluate(ema, nimg, 0.0, importance, grid, steps, profile, metric, final, sampler)
         for row in rows:
             before = [r for r in recorded if _same_point(r, row)]
             note = f"recorded {before[-1]['value']:.6g}" if before else "new row"

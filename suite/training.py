@@ -210,7 +210,12 @@ class Trainer:
             started = time.perf_counter()
             try:
                 rows = self.evaluator.evaluate(
-                    state.ema, state.nimg, state.wall_time, importance, final=state.nimg >= self.total_nimg
+                    state.ema,
+                    state.nimg,
+                    state.wall_time,
+                    importance,
+                    final=state.nimg >= self.total_nimg,
+                    sampler=state.sampler,
                 )
             except Interrupted:
                 abandoned = True

@@ -59,11 +59,15 @@ class MetricSpec:
 class EvalInputs:
     """What a metric compares: decoded ``generated`` samples, decoded ``reference`` examples, and
     ``matched``, the decoded reference examples whose conditioning produced ``generated`` (row-aligned;
-    None for unconditional tasks)."""
+    None for unconditional tasks). ``model`` is the denoiser D(x; σ) that generated them and ``sampler``
+    the run's training-noise sampler at this point (None where the caller has none): a metric of a task
+    whose optimal denoiser is known scores the network and the learned π themselves."""
 
     generated: Any
     reference: Any
     matched: Any | None = None
+    model: Any | None = None
+    sampler: Any | None = None
 
 
 class Metric(ABC):

@@ -1,0 +1,137 @@
+"""The ground-truth distributions: isotropic Gaussian mixtures Σ_k w_k N(μ_k, s²I), their moments and MMSE.
+
+Both are ``suite.analytic.GaussianMixtureData``, so the posterior mean E[x₀ | x₀ + σε = x] (the optimal
+denoiser D*) is in closed form:
+
+* ``ring``: ``components`` equal-weight Gaussians of standard deviation ``spread`` whose means lie evenly on
+  a circle of radius ``radius`` in the plane (d = 2);
+* ``two-scale``: in d dimensions, ``clusters`` centres c_i ~ N(0, I_d) and around each ``subclusters``
+  centres c_i + δ_ij, δ_ij ~ N(0, ``sub_scale``²·I_d), each the mean of a Gaussian of standard deviation
+  ``spread`` ≪ ``sub_scale`` ≪ 1, all drawn from ``structure_seed``. Which cluster a point belongs to is
+  decided at σ of the order of the cluster distances (≈ √(2d)), which sub-cluster at σ of the order of
+  √(2d)·``sub_scale``: the entropy-rate profile MMSE(σ)/σ² has two bands, of ln(clusters) and
+  ln(subclusters) nats, a decade or more apart, and a continuous part below σ ≈ ``spread``.
+
+``IsotropicMixture`` computes the same posterior mean as ``GaussianMixtureData`` through matrix products
+(‖x − μ_k‖² = ‖x‖² − 2xᵀμ_k + ‖μ_k‖², and Σ_k r_k(μ_k + λ_k(x − μ_k)) = Σ_k r_k(1 − λ_k)μ_k + (Σ_k r_kλ_k)x
+with λ_k = s_k²/(s_k² + σ²)), so no [n, K, d] array is formed: the metrics call it for every evaluation.
+
+Moments of a mixture: mean μ̄ = Σ_k w_k μ_k, covariance Σ = Σ_k w_k (s_k²I + μ_kμ_kᵀ) − μ̄μ̄ᵀ. MMSE(σ) is
+the tensor-product quadrature of ``suite.information.isotropic_mixture_mmse_2d`` in d = 2 and the
+Monte Carlo average of the posterior variance tr Cov(x₀ | x) = Σ_k r_k(d·s_k²(1 − λ_k) + ‖m_k‖²) − ‖m̄‖²
+over draws x of the noisy data otherwise (Rao–Blackwellised, as ``suite.information.gaussian_mixture_mmse``,
+whose general covariance path costs d times more per draw).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from suite.analytic import GaussianMixtureData
+from suite.information import isotropic_mixture_mmse_2d
+
+KINDS = ("ring", "two-scale")
+
+
+class IsotropicMixture(GaussianMixtureData):
+    """Σ_k w_k N(μ_k, s_k²I) with the posterior mean in matrix products (module docstring)."""
+
+    def responsibilities(self, x: Tensor, sigma: Tensor) -> tuple[Tensor, Tensor]:
+        """r [n, K] and λ [n, K] at x [n, d] for row-wise σ [n]."""
+        var = self.stds[None, :] ** 2 + sigma[:, None] ** 2
+        sq = x.square().sum(1, keepdim=True) - 2 * x @ self.means.T + self.means.square().sum(1)[None]
+        logits = self.weights.log()[None] - 0.5 * sq / var - 0.5 * self.dim * var.log()
+        return torch.softmax(logits, dim=1), self.stds[None, :] ** 2 / var
+
+    def posterior_mean(self, x: Tensor, sigma: Tensor) -> Tensor:
+        resp, shrink = self.responsibilities(x, sigma)
+        return (resp * (1 - shrink)) @ self.means + (resp * shrink).sum(1, keepdim=True) * x
+
+    def posterior_variance(self, x: Tensor, sigma: Tensor) -> Tensor:
+        """tr Cov(x₀ | x) per row: Σ_k r_k(d·s_k²(1 − λ_k) + ‖m_k‖²) − ‖m̄‖², with ‖m_k‖² expanded in
+        products of x and μ_k."""
+        resp, shrink = self.responsibilities(x, sigma)
+        keep = 1 - shrink
+        xm = x @ self.means.T
+        norm = (
+            keep.square() * self.means.square().sum(1)[None]
+            + 2 * keep * shrink * xm
+            + shrink.square() * x.square().sum(1, keepdim=True)
+        )
+        within = self.dim * self.stds[None, :] ** 2 * keep
+        mean = self.posterior_mean(x, sigma)
+        return (resp * (within + norm)).sum(1) - mean.square().sum(1)
+
+
+def ring(components: int, radius: float, spread: float) -> IsotropicMixture:
+    """Equal-weight Gaussians of std ``spread`` on a circle of ``radius`` (2-D)."""
+    angle = 2 * math.pi * torch.arange(components, dtype=torch.float64) / components
+    means = radius * torch.stack([angle.cos(), angle.sin()], dim=1)
+    k = torch.ones(components, dtype=torch.float64)
+    return IsotropicMixture(means, spread * k, k)
+
+
+def two_scale(
+    dim: int, clusters: int, subclusters: int, sub_scale: float, spread: float, structure_seed: int
+) -> IsotropicMixture:
+    """Clusters of tight sub-clusters in ``dim`` dimensions (module docstring), from ``structure_seed``."""
+    gen = torch.Generator().manual_seed(structure_seed)
+    centres = torch.randn(clusters, 1, dim, generator=gen, dtype=torch.float64)
+    offsets = sub_scale * torch.randn(clusters, subclusters, dim, generator=gen, dtype=torch.float64)
+    means = (centres + offsets).reshape(-1, dim)
+    k = torch.ones(means.shape[0], dtype=torch.float64)
+    return IsotropicMixture(means, spread * k, k)
+
+
+def build_distribution(cfg: Mapping[str, Any]) -> IsotropicMixture:
+    """The distribution a task config's ``distribution`` mapping names (``kind`` and its parameters)."""
+    params = dict(cfg)
+    kind = params.pop("kind", None)
+    if kind not in KINDS:
+        raise ValueError(
+            f"distribution.kind={kind!r} is not a ground-truth distribution; valid: {', '.join(KINDS)}"
+        )
+    try:
+        if kind == "ring":
+            return ring(
+                int(params.pop("components")), float(params.pop("radius")), float(params.pop("spread"))
+            )
+        data = two_scale(
+            int(params.pop("dim")),
+            int(params.pop("clusters")),
+            int(params.pop("subclusters")),
+            float(params.pop("sub_scale")),
+            float(params.pop("spread")),
+            int(params.pop("structure_seed")),
+        )
+    except KeyError as err:
+        raise ValueError(f"distribution.kind={kind}: missing parameter {err.args[0]!r}") from None
+    if params:
+        raise ValueError(f"distribution.kind={kind}: unknown parameters {sorted(params)}")
+    return data
+
+
+def moments(data: GaussianMixtureData) -> tuple[Tensor, Tensor]:
+    """The exact mean [d] and covariance [d, d] of the mixture (float64)."""
+    w, mu = data.weights, data.means
+    mean = w @ mu
+    second = (w * data.stds**2).sum() * torch.eye(data.dim, dtype=torch.float64) + (mu.T * w) @ mu
+    return mean, second - torch.outer(mean, mean)
+
+
+def exact_mmse(data: IsotropicMixture, sigma: Tensor, n_mc: int = 4096, seed: int = 0) -> Tensor:
+    """MMSE(σ) of the mixture at each σ: quadrature in 2-D, the mean posterior variance over ``n_mc`` draws
+    (the same x₀ and ε at every σ, from ``seed``) in higher dimension."""
+    sigma = sigma.to(torch.float64).cpu()
+    if data.dim == 2:
+        return isotropic_mixture_mmse_2d(sigma, data.means, data.stds, data.weights)
+    gen = torch.Generator().manual_seed(seed)
+    x0 = data.sample(n_mc, gen)
+    eps = torch.randn(x0.shape, generator=gen, dtype=torch.float64)
+    out = [data.posterior_variance(x0 + s * eps, s.expand(n_mc)).mean() for s in sigma]
+    return torch.stack(out)

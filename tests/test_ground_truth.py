@@ -1,0 +1,178 @@
+"""The ground-truth point tasks and their exact metrics, checked against closed forms."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from infonoise_modalities.points import metrics as point_metrics
+from infonoise_modalities.points.distributions import (
+    IsotropicMixture,
+    build_distribution,
+    exact_mmse,
+    moments,
+)
+from suite.analytic import GaussianData, GaussianMixtureData
+from suite.config import compose_run
+from suite.information import gaussian_mixture_mmse
+from suite.metrics import METRICS, EvalInputs
+from suite.sampler import build_sampler
+from suite.spec import run_spec
+from suite.training import Trainer
+from suite.weighting import build_weight
+
+CPU = torch.device("cpu")
+
+
+class Scaled(nn.Module):
+    """D(x; σ) = a·x, whatever σ."""
+
+    def __init__(self, a: float) -> None:
+        super().__init__()
+        self.a = a
+
+    def forward(self, x: Tensor, sigma: Tensor) -> Tensor:
+        return self.a * x
+
+
+def closed_form_bound(a: float, v: float, d: int, sigma_min: float, sigma_max: float) -> float:
+    """∫ E‖a·x − v/(v+σ²)·x‖²/σ³ dσ for x₀ ~ N(0, v·I_d): with t = σ² and b = (a − 1)v the integrand is
+    d/2·(at + b)²/((t + v)t²) dt = d/2·((a² − 1)/t + b²/(v t²) + 1/(t + v)) dt (partial fractions)."""
+    b = (a - 1) * v
+
+    def antiderivative(t: float) -> float:
+        return 0.5 * d * ((a * a - 1) * math.log(t) - b * b / (v * t) + math.log(t + v))
+
+    return antiderivative(sigma_max**2) - antiderivative(sigma_min**2)
+
+
+def test_the_kl_bound_of_a_mis_scaled_linear_denoiser_on_gaussian_data_matches_its_closed_form():
+    v, d, a, lo, hi = 0.5, 64, 0.7, 0.002, 80.0
+    assert METRICS.get("kl-bound") is point_metrics.KLBound  # registered by the point modality's import
+    metric = METRICS.get("kl-bound")({"nodes": 64, "samples": 65536, "seed": 3}, CPU, Path("."))
+    result = metric.bind(GaussianData(v, d), lo, hi)(EvalInputs(None, None, model=Scaled(a)))
+    exact = closed_form_bound(a, v, d, lo, hi)
+    assert abs(result["value"] - exact) <= 1e-3 * exact
+    assert abs(result["value"] - exact) <= 4 * result["mc_se"]  # the recorded error covers the real one
+    curve = result["curve"]
+    assert len(curve["sigma"]) == len(curve["excess"]) == len(curve["excess_se"]) == 64
+    sigma = torch.tensor(curve["sigma"], dtype=torch.float64)
+    expected = d * (a - v / (v + sigma**2)) ** 2 * (v + sigma**2)
+    assert torch.allclose(torch.tensor(curve["excess"], dtype=torch.float64), expected, rtol=0.01)
+
+
+def test_the_kl_bound_of_the_optimal_denoiser_is_zero():
+    data = build_distribution({"kind": "ring", "components": 8, "radius": 1.5, "spread": 0.05})
+
+    def optimal(x: Tensor, sigma: Tensor) -> Tensor:
+        return data.posterior_mean(x.double(), sigma.double())
+
+    metric = METRICS.get("kl-bound")({"nodes": 8, "samples": 256}, CPU, Path(".")).bind(data, 0.002, 80.0)
+    assert metric(EvalInputs(None, None, model=optimal))["value"] < 1e-8
+
+
+def test_the_isotropic_mixture_has_the_general_mixtures_posterior_mean_and_mmse():
+    gen = torch.Generator().manual_seed(0)
+    means, stds = (
+        torch.randn(5, 4, generator=gen, dtype=torch.float64),
+        torch.rand(5, dtype=torch.float64) + 0.1,
+    )
+    weights = torch.rand(5, dtype=torch.float64) + 0.5
+    fast, general = IsotropicMixture(means, stds, weights), GaussianMixtureData(means, stds, weights)
+    x, sigma = (
+        2 * torch.randn(100, 4, generator=gen, dtype=torch.float64),
+        torch.rand(100, dtype=torch.float64),
+    )
+    assert torch.allclose(fast.posterior_mean(x, sigma), general.posterior_mean(x, sigma), atol=1e-12)
+    levels = torch.tensor([0.05, 0.5, 3.0], dtype=torch.float64)
+    mine = exact_mmse(fast, levels, n_mc=20000)
+    theirs = gaussian_mixture_mmse(levels, means, stds**2, weights, n_mc=4000, generator=gen)
+    assert torch.allclose(mine, theirs, rtol=0.03)
+
+
+def test_the_exact_frechet_distance_of_exact_draws_is_near_zero_and_a_shift_adds_its_square():
+    data = build_distribution(
+        {
+            "kind": "two-scale",
+            "dim": 8,
+            "clusters": 3,
+            "subclusters": 2,
+            "sub_scale": 0.1,
+            "spread": 0.01,
+            "structure_seed": 0,
+        }
+    )
+    metric = METRICS.get("fd-exact")({}, CPU, Path(".")).bind(data, 0.002, 80.0)
+    draws = data.sample(200000, torch.Generator().manual_seed(1))
+    mean, _ = moments(data)
+    shift = torch.full((8,), 0.5, dtype=torch.float64)
+    exact = metric(EvalInputs(draws, None))["value"]
+    shifted = metric(EvalInputs(draws - draws.mean(0) + mean + shift, None))["value"]
+    assert exact < 0.01
+    assert abs(shifted - shift.square().sum().item()) < 0.02
+
+
+def test_the_sliced_w2_of_exact_draws_sits_at_its_floor_and_a_shift_raises_it():
+    data = build_distribution({"kind": "ring", "components": 8, "radius": 1.5, "spread": 0.05})
+    metric = METRICS.get("sliced-w2")({"projections": 128}, CPU, Path(".")).bind(data, 0.002, 80.0)
+    draws = data.sample(4096, torch.Generator().manual_seed(7))
+    same = metric(EvalInputs(draws, None))
+    moved = metric(EvalInputs(draws + torch.tensor([0.3, 0.0], dtype=torch.float64), None))
+    assert same["value"] < 2 * same["floor"]
+    assert moved["value"] > 0.15  # a shift s moves every projection by s·cos θ: SW₂ ≥ s/√2 minus the noise
+
+
+def test_an_infonoise_sampler_fed_the_exact_mmse_reaches_its_exact_target_and_a_log_normal_does_not(tmp_path):
+    data = build_distribution({"kind": "ring", "components": 8, "radius": 1.5, "spread": 0.05})
+    weight = build_weight("edm", 1.06)
+    metric = METRICS.get("pi-tv")({"gate_c": 0.05}, CPU, tmp_path).bind(data, 0.002, 80.0)
+    sampler = build_sampler("infonoise", 0.002, 80.0, weight, gate_c=0.05, warmup_steps=1, refresh_every=1)
+    before = metric(EvalInputs(None, None, sampler=sampler))
+    sigma = sampler.sample(100000, torch.Generator().manual_seed(0), dtype=torch.float64)
+    grid = torch.linspace(math.log(0.002), math.log(80.0), 97, dtype=torch.float64)
+    curve = exact_mmse(data, grid.exp()).log()
+    position = (sigma.log() - grid[0]) / (grid[1] - grid[0])
+    low = position.floor().long().clamp(0, 95)
+    loss = (curve[low] + (position - low) * (curve[low + 1] - curve[low])).exp()  # MMSE, log-interpolated
+    sampler.observe(sigma, loss)  # noiseless losses: the estimator's bin means are the exact MMSE
+    after = metric(EvalInputs(None, None, sampler=sampler))
+    edm = metric(EvalInputs(None, None, sampler=build_sampler("edm", 0.002, 80.0, weight)))
+    assert not before["learned"] and after["learned"]
+    assert after["value"] < 0.03 < 0.2 < before["value"]
+    assert edm["value"] > 0.2 and edm["target"].startswith("infonoise estimator")
+
+
+def test_a_ground_truth_run_records_the_exact_metrics_at_each_evaluation(tmp_path):
+    cfg = compose_run(
+        "twoscale",
+        "infonoise",
+        "smoke",
+        [
+            "device=cpu",
+            "budget.kimg=0.512",
+            "budget.batch=64",
+            "budget.eval_points=2",
+            "budget.adaptive.warmup_steps=2",
+            "budget.adaptive.refresh_every=2",
+            "budget.eval.samples=64",
+            "budget.tick_kimg=0.256",
+            "task.train_size=1024",
+            "task.metrics.kl-bound.samples=64",
+            "task.metrics.pi-tv.mmse_samples=64",
+        ],
+    )
+    trainer = Trainer(run_spec(cfg), tmp_path / "run")
+    trainer.run()
+    rows = trainer.dir.rows()
+    assert {row["metric"] for row in rows} == {"kl-bound", "fd-exact", "sliced-w2", "pi-tv"}
+    for row in rows:
+        assert "exact" in row["metric_label"] or "TV" in row["metric_label"]
+        assert not row["paper_metric"] and not row["substitute_metric"] and not row["stand_in_data"]
+    bounds = [row for row in rows if row["metric"] == "kl-bound"]
+    assert [row["nimg"] for row in bounds] == [256, 512]
+    assert all(row["extra"]["mc_se"] > 0 and len(row["extra"]["curve"]["sigma"]) == 16 for row in bounds)
+    tv = [row for row in rows if row["metric"] == "pi-tv"]
+    assert [row["extra"]["learned"] for row in tv] == [True, True]
