@@ -417,7 +417,7 @@ def budget_cell(row: pd.Series, published: pd.DataFrame) -> str:
 def guidance_note(df: pd.DataFrame, budget: str | None = None) -> str:
     """The classifier-free guidance scale of each task whose finished runs are scored guided (the run's own
     protocol, ``budget.eval.guidance`` of its config), for the comparison caption: "; classifier-free
-    guidance scale: owt 2 (frozen in the task config)"; "" when every row is unguided."""
+    guidance scale: owt 2 (provisional: …)"; "" when every row is unguided."""
     final = final_rows(finished(df, budget))
     if final.empty or "guidance" not in final:
         return ""
@@ -426,10 +426,22 @@ def guidance_note(df: pd.DataFrame, budget: str | None = None) -> str:
     if guided.empty:
         return ""
     parts = [
-        f"{task} {'/'.join(format(s, 'g') for s in sorted(set(part['scale'])))}"
+        f"{task} {'/'.join(format(s, 'g') for s in sorted(set(part['scale'])))} ({guidance_source(task)})"
         for task, part in guided.groupby("task", sort=True)
     ]
-    return f"; classifier-free guidance scale: {', '.join(parts)} (frozen in the task config)"
+    return f"; classifier-free guidance scale: {', '.join(parts)}"
+
+
+def guidance_source(task: str) -> str:
+    """Where the task's guidance scale comes from (``Task.guidance_source``: frozen in its config, or a
+    provisional value until ``suite guidance`` chose it); a task not installed here reads as frozen."""
+    from suite.registry import UnknownNameError
+    from suite.task import TASKS, Task
+
+    try:
+        return TASKS.get(task).guidance_source
+    except UnknownNameError:
+        return Task.guidance_source
 
 
 def comparison_caption(df: pd.DataFrame, budget: str | None = None) -> str:

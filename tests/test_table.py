@@ -722,10 +722,13 @@ def test_budgets_the_paper_does_not_publish_are_labelled_suite_choice(tmp_path: 
     }
 
 
-def test_the_caption_names_the_guidance_scale_of_guided_rows_only(tmp_path: Path):
+def test_the_caption_names_the_guidance_scale_of_guided_rows_only_and_where_it_came_from(tmp_path: Path):
     write_run(tmp_path, "bfashion", "edm", 0, [(10, 2.0)])
     assert comparison_caption(load_records(tmp_path)) == COMPARISON_CAPTION
     run = write_run(tmp_path, "owt", "edm", 0, [(10, 0.5)], metric="mauve", higher=True, comparison="b")
     write_jsonl(run / "records.jsonl", [row | {"guidance": 2.0} for row in read_jsonl(run / "records.jsonl")])
-    note = "; classifier-free guidance scale: owt 2 (frozen in the task config)"
+    note = (
+        "; classifier-free guidance scale: owt 2 (provisional: 2.0 awaits `suite guidance` on held-out "
+        "documents, docs/text.md)"
+    )
     assert comparison_caption(load_records(tmp_path)) == COMPARISON_CAPTION + note
