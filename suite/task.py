@@ -161,7 +161,7 @@ class Task(ABC):
     conditional: bool
     model_space: ClassVar[str]
     # where the classifier-free guidance scale of the task config comes from, for the table's caption
-    guidance_source: ClassVar[str] = "frozen in the task config"
+    guidance_source = "frozen in the task config"
 
     def __init__(self, cfg: Mapping[str, Any]) -> None:
         self.cfg = cfg

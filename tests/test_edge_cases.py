@@ -24,7 +24,7 @@ def test_table_of_a_study_on_an_empty_results_folder_lists_every_run_missing(tmp
     captured = capsys.readouterr()
     assert "0 of 2 run(s) in the tables; 2 missing:" in captured.out
     assert "  missing bfashion/smoke/edm/seed1" in captured.out
-    assert captured.err == f"no records under {tmp_path / 'results'}\n"
+    assert captured.err == f"error: no records under {tmp_path / 'results'}\n"
 
 
 def test_a_stop_request_during_planning_ends_it_before_the_next_run_is_planned(tmp_path):
