@@ -1,8 +1,9 @@
 """Weights of torch-fidelity's other feature extractors, read by the suite as tensors only.
 
-torch-fidelity reads an extractor's weights itself, in ways that run code from the file: ``vgg16`` with
-``torch.load`` with ``weights_only`` off (its own ``feature_extractor_weights_path``, and torchvision's download
-into torch.hub's cache through ``load_state_dict_from_url``, whose ``weights_only`` is off too), the
+torch-fidelity reads an extractor's weights itself, in ways that run code from the file: ``vgg16``
+through ``torch.load`` with ``weights_only`` off (its own ``feature_extractor_weights_path``, and
+torchvision's download into torch.hub's cache through ``load_state_dict_from_url``, whose
+``weights_only`` is off too), the
 ``clip-*`` extractors with ``torch.jit.load`` of a TorchScript archive (from the hub cache or the given
 path), and the ``dinov2-*`` extractors with ``torch.hub.load``, which imports the Python code of a GitHub
 repository. So the suite reads the weights first and torch-fidelity never sees a file:
