@@ -1,14 +1,14 @@
 """Name → class registries for samplers, tasks and metrics.
 
-A plugin is one module that decorates its class with ``@REGISTRY.register("name")``. The plugin
-modules (every module of ``baselines/`` plus ``suite.infonoise`` for samplers, every module of ``tasks/``
-for tasks, every module of ``suite/metrics/`` plus ``infonoise_modalities.text.mauve`` for metrics and
-featurisers) are imported on the first lookup, so every name is found in a fresh interpreter whatever was
-imported before, and third-party packages can add modules through the entry-point groups
-``infonoise_suite.samplers`` / ``.tasks`` / ``.metrics`` / ``.featurizers``. Adding a plugin therefore
-needs no edit to any existing file. A registry may check each class when it is registered (the task
-registry checks the task contract): a class that fails is refused with a ``ContractError`` naming it and
-each of its problems.
+A plugin is one module that decorates its class with ``@REGISTRY.register("name")``. The plugin modules
+(every module of ``baselines/`` plus ``suite.infonoise`` for samplers, every module of ``tasks/`` for tasks,
+every module of ``suite/metrics/`` plus the modalities' metric modules ``infonoise_modalities.text.mauve``
+and ``infonoise_modalities.points.metrics`` for metrics and featurisers) are imported on the first lookup,
+so every name is found in a fresh interpreter whatever was imported before, and third-party packages can add
+modules through the entry-point groups ``infonoise_suite.samplers`` / ``.tasks`` / ``.metrics`` /
+``.featurizers``. Adding a plugin therefore needs no edit to any existing file. A registry may check each
+class when it is registered (the task registry checks the task contract): a class that fails is refused with
+a ``ContractError`` naming it and each of its problems.
 """
 
 from __future__ import annotations

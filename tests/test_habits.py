@@ -269,7 +269,7 @@ def test_help_shows_defaults_ranges_choices_and_examples_without_importing_torch
     assert f"a budget: {budgets} (default smoke)" in flat and "infonoise" in flat
     assert "minutes per SLURM job (>= 1)" in flat and "a range A-B (inclusive: 0-63)" in flat
     assert "examples:" in run and "--seeds 0-63" in run
-    assert "{md,latex,csv,long-csv,json}" in table
+    assert "{text,md,latex,csv,long-csv,json}" in table
     assert done.stdout.strip().endswith("torch imported: False")
 
 

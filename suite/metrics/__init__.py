@@ -1,12 +1,13 @@
 """The metric registry: quality numbers computed from decoded samples against a task's reference split.
 
-A metric is one module of ``suite/metrics/``, the text metrics' module ``infonoise_modalities.text.mauve``
-(imported by name on the first lookup, as the task plugins are, so the core never imports a modality
-library), or a module of a third-party package, through the entry-point group ``infonoise_suite.metrics``,
-that decorates a ``Metric`` subclass with ``@METRICS.register("name")``; a task lists the metrics it is
-scored by in its config (``metrics: {name: {options}}``). Each metric says which published table its number
-joins, if any (``INFONOISE_TABLE`` for the paper's metrics with their real featurisers), and which metric it
-stands in for, if any (:class:`MetricSpec`); a task's own metric does neither.
+A metric is one module of ``suite/metrics/``, a modality's metrics module
+(``infonoise_modalities.text.mauve``, ``infonoise_modalities.points.metrics``; imported by name on the first
+lookup, as the task plugins are, so the core never imports a modality library), or a module of a third-party
+package, through the entry-point group ``infonoise_suite.metrics``, that decorates a ``Metric`` subclass
+with ``@METRICS.register("name")``; a task lists the metrics it is scored by in its config (``metrics:
+{name: {options}}``). Each metric says which published table its number joins, if any (``INFONOISE_TABLE``
+for the paper's metrics with their real featurisers), and which metric it stands in for, if any
+(:class:`MetricSpec`); a task's own metric does neither.
 """
 
 from __future__ import annotations
@@ -99,6 +100,6 @@ class Metric(ABC):
 
 METRICS: Registry[Metric] = Registry(
     "metric",
-    packages=("suite.metrics", "infonoise_modalities.text.mauve"),
+    packages=("suite.metrics", "infonoise_modalities.text.mauve", "infonoise_modalities.points.metrics"),
     entry_point_group="infonoise_suite.metrics",
 )
