@@ -291,7 +291,7 @@ def test_a_declared_target_is_used_by_the_table_and_without_one_the_caption_name
     declared.write_text(committed.read_text() + "target: edm\n")
     assert load_study(declared).target == "edm" and load_study(committed).target is None
 
-    assert main(["table", "--results", str(results), "--study", str(declared)]) == 0
+    assert main(["table", "--results", str(results), "--study", str(declared), "--format", "md"]) == 0
     out = capsys.readouterr().out
     assert "Target (declared): edm's final seed-mean quality, fixed in the study file" in out
     assert "target edm, declared in the study file before the runs" in out
@@ -299,7 +299,7 @@ def test_a_declared_target_is_used_by_the_table_and_without_one_the_caption_name
     statistics = out[out.index("### How sure each comparison is") :]
     assert "| declared |" in statistics and "| holm over" not in statistics
 
-    assert main(["table", "--results", str(results), "--study", str(committed)]) == 0
+    assert main(["table", "--results", str(results), "--study", str(committed), "--format", "md"]) == 0
     out = capsys.readouterr().out
     assert "no target declared: every sampler is compared with each finished baseline" in out
     assert "Holm-adjusted" in out and "| holm over 4 |" in out
