@@ -50,15 +50,15 @@ def closed_form_bound(a: float, v: float, d: int, sigma_min: float, sigma_max: f
 
 
 def test_the_kl_bound_of_a_mis_scaled_linear_denoiser_on_gaussian_data_matches_its_closed_form():
-    v, d, a, lo, hi = 0.5, 64, 0.7, 0.002, 80.0
+    v, d, a, lo, hi = 0.5, 16, 0.7, 0.002, 80.0
     assert METRICS.get("kl-bound") is point_metrics.KLBound  # registered by the point modality's import
-    metric = METRICS.get("kl-bound")({"nodes": 64, "samples": 65536, "seed": 3}, CPU, Path("."))
+    metric = METRICS.get("kl-bound")({"nodes": 16, "samples": 32768, "seed": 3}, CPU, Path("."))
     result = metric.bind(GaussianData(v, d), lo, hi)(EvalInputs(None, None, model=Scaled(a)))
     exact = closed_form_bound(a, v, d, lo, hi)
     assert abs(result["value"] - exact) <= 1e-3 * exact
     assert abs(result["value"] - exact) <= 4 * result["mc_se"]  # the recorded error covers the real one
     curve = result["curve"]
-    assert len(curve["sigma"]) == len(curve["excess"]) == len(curve["excess_se"]) == 64
+    assert len(curve["sigma"]) == len(curve["excess"]) == len(curve["excess_se"]) == 16
     sigma = torch.tensor(curve["sigma"], dtype=torch.float64)
     expected = d * (a - v / (v + sigma**2)) ** 2 * (v + sigma**2)
     assert torch.allclose(torch.tensor(curve["excess"], dtype=torch.float64), expected, rtol=0.01)
@@ -70,7 +70,7 @@ def test_the_kl_bound_of_the_optimal_denoiser_is_zero():
     def optimal(x: Tensor, sigma: Tensor) -> Tensor:
         return data.posterior_mean(x.double(), sigma.double())
 
-    metric = METRICS.get("kl-bound")({"nodes": 8, "samples": 256}, CPU, Path(".")).bind(data, 0.002, 80.0)
+    metric = METRICS.get("kl-bound")({"nodes": 8, "samples": 8192}, CPU, Path(".")).bind(data, 0.002, 80.0)
     assert metric(EvalInputs(None, None, model=optimal))["value"] < 1e-8
 
 
@@ -160,7 +160,7 @@ def test_a_ground_truth_run_records_the_exact_metrics_at_each_evaluation(tmp_pat
             "budget.eval.samples=64",
             "budget.tick_kimg=0.256",
             "task.train_size=1024",
-            "task.metrics.kl-bound.samples=64",
+            "task.metrics.kl-bound.samples=8192",
             "task.metrics.pi-tv.mmse_samples=64",
         ],
     )

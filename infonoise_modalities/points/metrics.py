@@ -20,10 +20,18 @@ bound the probability-flow ODE's distribution, whose gap needs higher-order scor
 matching", ICML); the ODE samples are scored by the two sample metrics below.
 
 Estimator: ``nodes``-point Gauss–Legendre quadrature in u = ln σ on [ln σ_min, ln σ_max] (fixed nodes and
-weights ω_j); at each node σ_j, ``samples`` fresh draws (x₀, ε) from ``seed`` (the same draws at every
-evaluation and for every run: common random numbers), e_j = mean ‖D_θ − D*‖²/σ_j² with standard error
-se_j = sd/√n; B̂ = Σ_j ω_j e_j with Monte Carlo standard error √(Σ_j ω_j² se_j²) (independent draws per
-node). The per-σ curve (σ_j, E‖D_θ − D*‖², its standard error) is recorded in the row's ``curve``.
+weights ω_j), B̂ = Σ_j ω_j ê_j with ê_j the mean of e = ‖D_θ − D*‖²/σ_j² over draws (x₀, ε) at σ_j, and
+Monte Carlo standard error √(Σ_j ω_j² ŝ_j²/n_j) (independent draws per node). ``samples`` is the average
+number of draws per node; they are spent in two stages (Neyman allocation, as in stratified sampling:
+n_j ∝ ω_j s_j minimises the variance of Σ_j ω_j ê_j for a fixed total, Cochran, "Sampling Techniques",
+§5.5): a pilot of ``samples``/8 draws per node estimates each s_j, and the remaining 7/8 of the total are
+shared in proportion to ω_j ŝ_j (at least one chunk of 1024 per node). ê_j and its error are taken from the
+second stage alone, so, given the pilot, they are unbiased; on the committed ground-truth runs this
+allocation has 0.41–0.48 of the variance of equal draws per node. Draws come in chunks of 1024 from a
+generator seeded by (``seed``, node, chunk): the same draws at every evaluation and for every run (common
+random numbers), so D* is computed once per process and kept with x₀ + σε (x rounded to float32, what the
+network sees, and D* evaluated at that rounded point in float64). The per-σ curve (σ_j, E‖D_θ − D*‖², its
+standard error, n_j) is recorded in the row's ``curve``.
 
 ``fd-exact``: the Fréchet distance between the Gaussian fitted to the generated points and the exact mean
 and covariance of the data (``distributions.moments``): ‖μ_g − μ‖² + tr Σ_g + tr Σ − 2 tr((Σ_gΣ)^½),
@@ -50,7 +58,7 @@ from __future__ import annotations
 import copy
 import io
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -93,9 +101,45 @@ def _points(samples: Any) -> Tensor:
     return torch.as_tensor(samples, dtype=torch.float64).reshape(len(samples), -1)
 
 
+CHUNK = 1024
+
+
+class NodeDraws:
+    """x = x₀ + σ_j ε (float32) and D*(x) (float64) for chunk c of node j, drawn once from a generator
+    seeded by (seed, j, c) and kept: the common random numbers of every evaluation of a process."""
+
+    def __init__(self, data: AnalyticData, sigmas: Sequence[float], seed: int) -> None:
+        self.data, self.sigmas, self.seed = data, list(sigmas), int(seed)
+        self._chunks: dict[tuple[int, int], tuple[Tensor, Tensor]] = {}
+
+    def chunk(self, node: int, index: int) -> tuple[Tensor, Tensor]:
+        key = (node, index)
+        if key not in self._chunks:
+            entropy = np.random.SeedSequence([self.seed, node, index]).generate_state(2, np.uint32)
+            gen = torch.Generator().manual_seed(int(entropy[0]) << 32 | int(entropy[1]))
+            sigma = self.sigmas[node]
+            x0 = self.data.sample(CHUNK, gen)
+            x = (x0 + sigma * torch.randn(x0.shape, generator=gen, dtype=torch.float64)).float()
+            level = torch.full((CHUNK,), sigma, dtype=torch.float64)
+            self._chunks[key] = (x, self.data.posterior_mean(x.double(), level))
+        return self._chunks[key]
+
+    def errors(self, model: Any, node: int, first: int, count: int, device: torch.device | str) -> Tensor:
+        """e = ‖D_θ − D*‖² of chunks [first, first + count) of ``node``, in float64."""
+        x = torch.cat([self.chunk(node, c)[0] for c in range(first, first + count)])
+        best = torch.cat([self.chunk(node, c)[1] for c in range(first, first + count)])
+        level = torch.full((len(x),), self.sigmas[node], dtype=torch.float32, device=device)
+        got = model(x.to(device), level)
+        return (got.to("cpu", torch.float64).reshape(len(x), -1) - best).square().sum(1)
+
+
 @METRICS.register("kl-bound")
 class KLBound(ExactMetric):
     """∫ E‖D_θ − D*‖²/σ³ dσ with its Monte Carlo standard error and per-σ curve (module docstring)."""
+
+    def __init__(self, options: Mapping[str, Any], device: torch.device, cache_dir: Path) -> None:
+        super().__init__(options, device, cache_dir)
+        self._draws: NodeDraws | None = None
 
     @property
     def spec(self) -> MetricSpec:
@@ -106,61 +150,57 @@ class KLBound(ExactMetric):
     def __call__(self, inputs: EvalInputs) -> dict[str, Any]:
         if inputs.model is None:
             raise ValueError("kl-bound scores the denoiser itself; the evaluation handed no model")
-        return kl_bound(
-            inputs.model,
-            self.distribution(),
-            self.sigma_min,
-            self.sigma_max,
-            nodes=int(self.options.get("nodes", 32)),
-            samples=int(self.options.get("samples", 4096)),
-            seed=int(self.options.get("seed", 0)),
-            device=self.device,
-        )
+        nodes, samples = int(self.options.get("nodes", 32)), int(self.options.get("samples", 16384))
+        sigmas, weights = quadrature(nodes, self.sigma_min, self.sigma_max)
+        if samples < 8 * CHUNK:
+            raise ValueError(f"kl-bound needs samples >= {8 * CHUNK} draws per node; got samples={samples}")
+        if self._draws is None:
+            self._draws = NodeDraws(self.distribution(), sigmas.tolist(), int(self.options.get("seed", 0)))
+        return kl_bound(inputs.model, self._draws, weights, samples, self.device)
 
 
-def kl_bound(
-    model: Any,
-    data: AnalyticData,
-    sigma_min: float,
-    sigma_max: float,
-    nodes: int = 32,
-    samples: int = 4096,
-    seed: int = 0,
-    device: torch.device | str = "cpu",
-) -> dict[str, Any]:
-    """B̂ of ``model`` (a denoiser ``model(x, σ)``) against ``data``'s D*, with its error and curve."""
-    if nodes < 1 or samples < 2 or not 0 < sigma_min < sigma_max:
+def quadrature(nodes: int, sigma_min: float, sigma_max: float) -> tuple[np.ndarray, np.ndarray]:
+    """σ_j and weights ω_j of ``nodes``-point Gauss–Legendre quadrature in ln σ on [σ_min, σ_max]."""
+    if nodes < 1 or not 0 < sigma_min < sigma_max:
         raise ValueError(
-            f"kl-bound needs nodes >= 1, samples >= 2 and 0 < sigma_min < sigma_max; got nodes={nodes}, "
-            f"samples={samples}, sigma range [{sigma_min}, {sigma_max}]"
+            f"kl-bound needs nodes >= 1 and 0 < sigma_min < sigma_max; got nodes={nodes}, "
+            f"sigma range [{sigma_min}, {sigma_max}]"
         )
     t, w = np.polynomial.legendre.leggauss(nodes)
     u_lo, u_hi = math.log(sigma_min), math.log(sigma_max)
-    u = 0.5 * (u_hi - u_lo) * t + 0.5 * (u_hi + u_lo)
-    weights = 0.5 * (u_hi - u_lo) * w
-    gen = torch.Generator().manual_seed(seed)
-    excess, excess_se = [], []
+    return np.exp(0.5 * (u_hi - u_lo) * t + 0.5 * (u_hi + u_lo)), 0.5 * (u_hi - u_lo) * w
+
+
+def kl_bound(
+    model: Any, draws: NodeDraws, weights: np.ndarray, samples: int, device: torch.device | str = "cpu"
+) -> dict[str, Any]:
+    """B̂ of ``model`` (a denoiser ``model(x, σ)``) with its error and curve, from ``samples`` draws per
+    node on average: a pilot, then the Neyman share of the rest (module docstring)."""
+    nodes = len(weights)
+    sig = np.asarray(draws.sigmas)
+    pilot = max(1, samples // 8 // CHUNK)
     with torch.no_grad():
-        for u_j in u.tolist():
-            sigma = math.exp(u_j)
-            x0 = data.sample(samples, gen)
-            x = x0 + sigma * torch.randn(x0.shape, generator=gen, dtype=torch.float64)
-            level = torch.full((samples,), sigma, dtype=torch.float64)
-            best = data.posterior_mean(x, level)
-            got = model(
-                x.to(device=device, dtype=torch.float32), level.to(device=device, dtype=torch.float32)
-            )
-            err = (got.to("cpu", torch.float64).reshape(samples, -1) - best).square().sum(1)
-            excess.append(err.mean().item())
-            excess_se.append(err.std().item() / math.sqrt(samples))
-    sig = np.exp(u)
-    integrand = np.asarray(excess) / sig**2
-    integrand_se = np.asarray(excess_se) / sig**2
+        spread = np.array([draws.errors(model, j, 0, pilot, device).std().item() for j in range(nodes)])
+        share = weights * spread / sig**2
+        rest = nodes * samples // CHUNK - nodes * pilot
+        total = share.sum()
+        counts = [max(1, round(rest * a / total)) if total > 0 else rest // nodes for a in share]
+        errors = [draws.errors(model, j, pilot, counts[j], device) for j in range(nodes)]
+    excess = np.array([e.mean().item() for e in errors])
+    excess_se = np.array([e.std().item() / math.sqrt(len(e)) for e in errors])
     return {
-        "value": float((weights * integrand).sum()),
-        "mc_se": float(math.sqrt(((weights * integrand_se) ** 2).sum())),
-        "quadrature": f"Gauss-Legendre in ln sigma, {nodes} nodes, {samples} draws per node, seed {seed}",
-        "curve": {"sigma": sig.tolist(), "excess": excess, "excess_se": excess_se},
+        "value": float((weights * excess / sig**2).sum()),
+        "mc_se": float(math.sqrt(((weights * excess_se / sig**2) ** 2).sum())),
+        "quadrature": (
+            f"Gauss-Legendre in ln sigma, {nodes} nodes, {samples} draws per node on average "
+            f"(pilot {pilot * CHUNK}, then Neyman allocation), seed {draws.seed}"
+        ),
+        "curve": {
+            "sigma": sig.tolist(),
+            "excess": excess.tolist(),
+            "excess_se": excess_se.tolist(),
+            "draws": [len(e) for e in errors],
+        },
     }
 
 
