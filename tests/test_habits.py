@@ -273,6 +273,14 @@ def test_help_shows_defaults_ranges_choices_and_examples_without_importing_torch
     assert done.stdout.strip().endswith("torch imported: False")
 
 
+def test_status_of_an_empty_results_folder_imports_no_torch(tmp_path: Path):
+    done = without_torch(
+        f"from suite.cli import main\nassert main(['status', '--results', {str(tmp_path)!r}]) == 0"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("torch imported: False")
+
+
 def test_a_job_squeue_still_lists_is_never_ended_whatever_sacct_says():
     from suite.status import effective_status, parse_squeue
 
