@@ -59,14 +59,16 @@ def check_own_package(name: str) -> None:
     spec = importlib.util.find_spec(top)
     if spec is None:  # not found at all: importing it says so
         return
-    found = [Path(folder).resolve() for folder in spec.submodule_search_locations or []]
     expected = HOME / top
-    if found != [expected]:
-        where = ", ".join(map(str, found)) or str(spec.origin)
+    # the package's own file, links followed (an editable install may link it): a namespace folder has none
+    origin = Path(spec.origin).resolve() if spec.origin else None
+    if origin != expected / "__init__.py":
+        locations = [str(Path(folder).resolve()) for folder in spec.submodule_search_locations or []]
+        where = ", ".join(locations) if origin is None or origin.name == "__init__.py" else str(origin)
         raise ShadowedPackageError(
-            f"the plugin package {top!r} is found at {where}, not at {expected} beside suite: a folder or "
-            f"module named {top} in the working directory or earlier on sys.path shadows this suite's; "
-            "rename it or run from another directory"
+            f"the plugin package {top!r} is found at {where}, not at {expected} beside suite: "
+            f"a folder or module named {top} in the working directory or earlier on sys.path shadows this "
+            "suite's; rename it or run from another directory"
         )
 
 
