@@ -1,7 +1,8 @@
 """Cauchy (Hang et al. 2024, "Improved Noise Schedule for Diffusion Training", arXiv 2407.03297).
 
-Log-SNR λ ~ Cauchy(μ, γ), recommended μ = 0, γ = 1. With λ = −2u this is u ~ Cauchy(−μ/2, γ/2):
-density g/(π((u − m)² + g²)) with m = −μ/2, g = γ/2; F(u) = ½ + arctan((u − m)/g)/π. Truncated to the support.
+Log-SNR λ ~ Cauchy(μ, γ), recommended μ = 0, γ = 1; in u = −λ/2 this is u ~ Cauchy(−μ/2, γ/2)
+(``baselines.logsnr``). Standard form: g(z) = 1/(π(1 + z²)), G(z) = ½ + arctan(z)/π,
+G⁻¹(p) = tan(π(p − ½)). Truncated to the support.
 """
 
 from __future__ import annotations
@@ -11,39 +12,36 @@ import math
 import torch
 from torch import Tensor
 
-from suite.sampler import SAMPLERS, TruncatedSampler
+from baselines.logsnr import LogSNRLocationScale
+from suite.sampler import SAMPLERS
 from suite.weighting import LossWeight
 
 
 @SAMPLERS.register("cauchy")
-class CauchyLogSNR(TruncatedSampler):
+class CauchyLogSNR(LogSNRLocationScale):
     """Cauchy density in log-SNR with location ``mu`` and scale ``gamma``."""
+
+    family = "Cauchy"
+    scale_name = "gamma"
 
     def __init__(
         self,
-        sigma_min: float = 0.002,
-        sigma_max: float = 80.0,
+        sigma_min: float,
+        sigma_max: float,
         weight: LossWeight | None = None,
         mu: float = 0.0,
         gamma: float = 1.0,
     ) -> None:
-        super().__init__(sigma_min, sigma_max, weight)
-        if not gamma > 0:
-            raise ValueError(f"Cauchy scale gamma must be positive, got {gamma}")
-        self.mu = float(mu)
-        self.gamma = float(gamma)
-        self._loc = -self.mu / 2
-        self._scale = self.gamma / 2
+        super().__init__(sigma_min, sigma_max, weight, mu, gamma)
 
-    def _base_log_pdf(self, u: Tensor) -> Tensor:
-        z = (u - self._loc) / self._scale
-        return -torch.log1p(z**2) - math.log(math.pi * self._scale)
+    @staticmethod
+    def _standard_log_pdf(z: Tensor) -> Tensor:
+        return -torch.log1p(z**2) - math.log(math.pi)
 
-    def _base_cdf(self, u: Tensor) -> Tensor:
-        return 0.5 + torch.atan((u - self._loc) / self._scale) / math.pi
+    @staticmethod
+    def _standard_cdf(z: Tensor) -> Tensor:
+        return 0.5 + torch.atan(z) / math.pi
 
-    def _base_icdf(self, p: Tensor) -> Tensor:
-        return self._loc + self._scale * torch.tan(math.pi * (p - 0.5))
-
-    def hyperparameters(self) -> dict:
-        return super().hyperparameters() | {"mu": self.mu, "gamma": self.gamma}
+    @staticmethod
+    def _standard_icdf(p: Tensor) -> Tensor:
+        return torch.tan(math.pi * (p - 0.5))

@@ -20,8 +20,8 @@ class EDMLogNormal(TruncatedSampler):
 
     def __init__(
         self,
-        sigma_min: float = 0.002,
-        sigma_max: float = 80.0,
+        sigma_min: float,
+        sigma_max: float,
         weight: LossWeight | None = None,
         p_mean: float = -1.2,
         p_std: float = 1.2,

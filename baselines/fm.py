@@ -26,8 +26,8 @@ class FlowMatching(TruncatedSampler):
 
     def __init__(
         self,
-        sigma_min: float = 0.002,
-        sigma_max: float = 80.0,
+        sigma_min: float,
+        sigma_max: float,
         weight: LossWeight | None = None,
         t_distribution: str = "uniform",
         m: float = 0.0,

@@ -33,8 +33,8 @@ class KingmaGaoAdaptive(BinnedAdaptiveSampler):
 
     def __init__(
         self,
-        sigma_min: float = 0.002,
-        sigma_max: float = 80.0,
+        sigma_min: float,
+        sigma_max: float,
         weight: LossWeight | None = None,
         importance_correction: bool = True,
         bins: int = 100,

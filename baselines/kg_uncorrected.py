@@ -28,8 +28,8 @@ class KingmaGaoUncorrected(KingmaGaoAdaptive):
 
     def __init__(
         self,
-        sigma_min: float = 0.002,
-        sigma_max: float = 80.0,
+        sigma_min: float,
+        sigma_max: float,
         weight: LossWeight | None = None,
         bins: int = 100,
         **schedule: Any,

@@ -31,7 +31,6 @@ suite's converted-weights name, and adds what it did to the manifest.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -47,6 +46,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from infonoise_modalities.image.idx import load_idx_images, write_idx  # noqa: E402
+from suite.digest import file_digest  # noqa: E402
 
 WHEELS = ("hydra-core", "omegaconf", "antlr4-python3-runtime", "submitit", "torch-fidelity", "mlxtend")
 FASHION_FOLDER = "/usr/share/datasets/fashion-mnist"
@@ -73,15 +73,6 @@ BITS_FILE, SUBSET_DIR, WEIGHTS_FILE, MANIFEST = (
     "inception-fp16.pt",
     "manifest.json",
 )
-
-
-def sha256(path: Path) -> str:
-    """Hex sha256 of a file."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def folder_bytes(path: Path) -> int:
@@ -196,7 +187,7 @@ def pack_weights(src: Path, dst: Path) -> dict:
     total = sum(v.numel() for v in state.values())
     return {
         "source": str(src),
-        "source_sha256": sha256(src),
+        "source_sha256": file_digest(src),
         "source_bytes": src.stat().st_size,
         "half_precision_parameters": half,
         "parameters": total,
@@ -304,7 +295,7 @@ def pack(args: argparse.Namespace) -> int:
             weights, restore_weights(carry / WEIGHTS_FILE), images, args.check
         )
     manifest["files"] = {
-        str(p.relative_to(carry)): {"bytes": p.stat().st_size, "sha256": sha256(p)}
+        str(p.relative_to(carry)): {"bytes": p.stat().st_size, "sha256": file_digest(p)}
         for p in sorted(carry.rglob("*"))
         if p.is_file() and p.name != MANIFEST
     }
@@ -336,7 +327,7 @@ def unpack(args: argparse.Namespace) -> int:
     carry, dest, cache = Path(args.carry), Path(args.dest), Path(args.cache)
     manifest = json.loads((carry / MANIFEST).read_text())
     for name, entry in manifest["files"].items():
-        if sha256(carry / name) != entry["sha256"]:
+        if file_digest(carry / name) != entry["sha256"]:
             raise ValueError(f"{carry / name} does not match its sha256 in the manifest")
     with np.load(carry / BITS_FILE) as packed:
         shape = tuple(int(s) for s in packed["shape"])
@@ -354,7 +345,7 @@ def unpack(args: argparse.Namespace) -> int:
         "bfashion_idx": str(dest / "bfashion"),
         "fashion_idx": str(dest / "fashion"),
         "inception_fp32": str(weights),
-        "inception_fp32_sha256": sha256(weights),
+        "inception_fp32_sha256": file_digest(weights),
     }
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     print(

@@ -63,8 +63,8 @@ class BinnedAdaptiveSampler(NoiseSampler):
 
     def __init__(
         self,
-        sigma_min: float = 0.002,
-        sigma_max: float = 80.0,
+        sigma_min: float,
+        sigma_max: float,
         weight: LossWeight | None = None,
         bins: int = 64,
         warmup_steps: int = 500,

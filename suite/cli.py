@@ -22,14 +22,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from suite.names import builtin_names, positive_int, probability
-from suite.seeds import SEEDS_HELP, parse_seeds
+from suite.seeds import SEEDS_HELP, command_seeds
+
+DEFAULT_RESULTS = "results"
 
 
 def _run(args: argparse.Namespace) -> int:
     from suite.config import check_names  # hydra, not torch
 
     check_names(args.task, args.sampler, args.budget)  # a misspelt name answered before torch is imported
-    seeds = parse_seeds(1 if args.seeds is None else args.seeds, "--seeds")
+    seeds, overrides = command_seeds(args.seeds, args.overrides)
     from suite.preflight import group_flags, preflight
     from suite.runner import (
         check_pack_size,
@@ -41,14 +43,15 @@ def _run(args: argparse.Namespace) -> int:
         run_packed,
     )
 
-    if args.study:
+    flags = {"task": args.task, "sampler": args.sampler, "budget": args.budget, "results": args.results}
+    chosen, overrides = group_flags(flags, overrides)
+    args.results = chosen["results"] or DEFAULT_RESULTS
+    if args.study:  # a study's overrides may only say where things sit (its check refuses seed=, task= …)
         from suite.study import run_study
 
         return run_study(args)
-    chosen, args.overrides = group_flags(
-        {"task": args.task, "sampler": args.sampler, "budget": args.budget}, args.overrides
-    )
     args.task, args.sampler, args.budget = chosen["task"], chosen["sampler"], chosen["budget"]
+    args.overrides = overrides
     if args.task is None:
         raise ValueError("suite run needs --task TASK (suite list names them) or --study FILE")
     runs = plan_runs(
@@ -90,17 +93,19 @@ def _run(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     from suite.config import group_options
+    from suite.registry import description
     from suite.sampler import SAMPLERS
     from suite.task import TASKS
 
+    tasks, samplers = list(TASKS), list(SAMPLERS)  # every plugin imported before the first line is printed
     print("tasks:")
-    for name, cls in TASKS:
+    for name, cls in tasks:
         configured = "" if name in group_options("task") else "  (no config)"
-        print(f"  {name:<16} {cls.modality:<9} {(cls.__doc__ or '').strip().splitlines()[0]}{configured}")
+        print(f"  {name:<16} {cls.modality:<9} {description(cls)}{configured}")
     print("samplers:")
-    for name, cls in SAMPLERS:
+    for name, cls in samplers:
         kind = "adaptive" if cls.adaptive else "fixed"
-        print(f"  {name:<16} {kind:<9} {(cls.__doc__ or '').strip().splitlines()[0]}")
+        print(f"  {name:<16} {kind:<9} {description(cls)}")
     print("budgets:")
     for name in group_options("budget"):
         print(f"  {name}")
@@ -266,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--study", default=None, help="a study file (studies/*.yaml): its grid instead of --task etc."
     )
-    run.add_argument("--results", default="results", help="results folder")
+    run.add_argument("--results", default=None, help=f"results folder (default: {DEFAULT_RESULTS})")
     run.add_argument("--dry-run", action="store_true", help="check every planned run and print them")
     run.add_argument(
         "--launcher", choices=["local", "slurm"], default="local", help="here, or as SLURM job arrays"

@@ -62,8 +62,8 @@ class InfoNoise(BinnedAdaptiveSampler):
 
     def __init__(
         self,
-        sigma_min: float = 0.002,
-        sigma_max: float = 80.0,
+        sigma_min: float,
+        sigma_max: float,
         weight: LossWeight | None = None,
         bins: int = 64,
         smoothing_bins: float = 0.0,

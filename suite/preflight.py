@@ -20,8 +20,9 @@ line, in a :class:`PreflightError`; nothing runs while one is found:
   slower device needs more).
 
 The contradicting overrides of a command line (``--sampler edm sampler=cos``) are refused before anything
-is planned (:func:`group_flags`): Hydra's ``task=``, ``sampler=`` and ``budget=`` choose the same config
-groups as the flags, and would otherwise silently replace the flag's choice in every planned run.
+is planned (:func:`group_flags`): Hydra's ``task=``, ``sampler=``, ``budget=`` and ``results=`` choose what
+the flags choose, and would otherwise silently replace (or be replaced by) the flag's choice in every
+planned run; ``seed=`` is ``suite.seeds``'s.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ from suite.spec import RunSpec
 if TYPE_CHECKING:
     from suite.runner import PlannedRun
 
-GROUPS = ("task", "sampler", "budget")
 FILE_OPTIONS = ("weights_path", "checkpoint", "target_names")
 
 
@@ -56,14 +56,15 @@ class PreflightError(ValueError):
 def group_flags(
     flags: Mapping[str, str | None], overrides: Iterable[str]
 ) -> tuple[dict[str, str | None], list[str]]:
-    """The ``--task``/``--sampler``/``--budget`` values with the overrides of the same config groups folded
-    in (``sampler=cos`` alone stands for ``--sampler cos``), and the other overrides; an override that
-    contradicts its flag is refused, naming both."""
+    """The values of the flags ``--KEY`` (``flags``: KEY -> the flag's value, None where not given) with
+    the overrides ``KEY=value`` of the same keys folded in (``sampler=cos`` alone stands for ``--sampler
+    cos``, ``results=DIR`` for ``--results DIR``), and the other overrides; an override that contradicts
+    its flag is refused, naming both."""
     values, rest = dict(flags), []
     for item in overrides:
         key, sep, value = item.partition("=")
         group = key.lstrip("+")
-        if not sep or group not in GROUPS:
+        if not sep or group not in flags:
             rest.append(item)
             continue
         given = values.get(group)

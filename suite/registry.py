@@ -9,18 +9,30 @@ modules through the entry-point groups ``infonoise_suite.samplers`` / ``.tasks``
 ``.featurizers``. Adding a plugin therefore needs no edit to any existing file. A registry may check each
 class when it is registered (the task registry checks the task contract): a class that fails is refused with
 a ``ContractError`` naming it and each of its problems.
+
+The plugin packages are this distribution's own: ``tasks`` and ``baselines`` are common folder names (and
+``baselines`` is OpenAI's package), so a folder of that name in the working directory or earlier on
+``sys.path`` would otherwise be imported in their place and leave the registry silently short. Before it
+is imported, each plugin package must be found beside ``suite`` (the folder that holds this distribution's
+packages, installed or checked out); elsewhere, a ``ShadowedPackageError`` names the path found and the one
+expected.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import pkgutil
 from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+
+HOME = Path(__file__).resolve().parent.parent  # the folder holding suite/, tasks/, baselines/ …
+NO_DESCRIPTION = "(no description)"
 
 
 class UnknownNameError(KeyError):
@@ -33,6 +45,37 @@ class UnknownNameError(KeyError):
 class ContractError(ValueError):
     """Raised when a plugin class does not meet its registry's contract; the message names the class and
     each missing or invalid member with its valid choices."""
+
+
+class ShadowedPackageError(ValueError):
+    """Raised when a plugin package would be imported from outside this distribution; the message names
+    the path found and the path expected."""
+
+
+def check_own_package(name: str) -> None:
+    """Refuse a plugin package ``name`` (dotted) whose top-level package is found anywhere but beside
+    ``suite``, before importing it."""
+    top = name.partition(".")[0]
+    spec = importlib.util.find_spec(top)
+    if spec is None:  # not found at all: importing it says so
+        return
+    expected = HOME / top
+    # the package's own file, links followed (an editable install may link it): a namespace folder has none
+    origin = Path(spec.origin).resolve() if spec.origin else None
+    if origin != expected / "__init__.py":
+        locations = [str(Path(folder).resolve()) for folder in spec.submodule_search_locations or []]
+        where = ", ".join(locations) if origin is None or origin.name == "__init__.py" else str(origin)
+        raise ShadowedPackageError(
+            f"the plugin package {top!r} is found at {where}, not at {expected} beside suite: "
+            f"a folder or module named {top} in the working directory or earlier on sys.path shadows this "
+            "suite's; rename it or run from another directory"
+        )
+
+
+def description(cls: type) -> str:
+    """The first line of a plugin class's docstring, or ``NO_DESCRIPTION``."""
+    lines = (cls.__doc__ or "").strip().splitlines()
+    return lines[0] if lines else NO_DESCRIPTION
 
 
 class Registry(Generic[T]):
@@ -78,6 +121,7 @@ class Registry(Generic[T]):
             return
         self._discovered = True
         for package_name in self._packages:
+            check_own_package(package_name)
             package = importlib.import_module(package_name)
             for module in pkgutil.iter_modules(getattr(package, "__path__", [])):
                 if not module.name.startswith("_"):

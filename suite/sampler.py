@@ -41,7 +41,7 @@ class NoiseSampler(ABC):
     adaptive: ClassVar[bool] = False
     history: list[dict[str, Any]] | tuple[()] = ()  # per-rebuild diagnostics (adaptive samplers)
 
-    def __init__(self, sigma_min: float = 0.002, sigma_max: float = 80.0, weight: LossWeight | None = None):
+    def __init__(self, sigma_min: float, sigma_max: float, weight: LossWeight | None = None):
         if not 0 < sigma_min < sigma_max or not math.isfinite(sigma_max):
             raise ValueError(f"need 0 < sigma_min < sigma_max < inf, got [{sigma_min}, {sigma_max}]")
         self.sigma_min = float(sigma_min)

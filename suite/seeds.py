@@ -6,6 +6,9 @@ Three forms, in the habit of EDM's ``--seeds 0-63`` (``generate.py``'s integer l
 * an inclusive range ``A-B`` with A ≤ B: seeds A … B (``0-63``; ``5-5`` is seed 5 alone);
 * a comma list of seeds and ranges ``0,2,5`` or ``0-3,8``: exactly those, in increasing order.
 
+On a command line, Hydra's ``seed=`` override names seeds, never a count: ``seed=3`` is seed 3 alone
+(Hydra's meaning: the seed of the run), ``seed=0,2`` and ``seed=0-3`` as ``--seeds`` reads them.
+
 Seed k of every sampler lives in ``seed<k>/`` and uses the same data order and initialisation, so seeds
 given twice are refused rather than run twice. A seed is at most ``MAX_SEED`` (2³¹ − 1, a seed every
 generator takes), and one command or study names at most ``MAX_SEEDS`` of them (each is a run per sampler,
@@ -15,6 +18,7 @@ planned up front): the bounds are checked on the text, before any seed list is b
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 SEEDS_HELP = "a count N (seeds 0..N-1), a range A-B (inclusive: 0-63) or a comma list (0,2,5 or 0-3,8)"
 _RANGE = re.compile(r"(\d+)(?:-(\d+))?")
@@ -66,3 +70,23 @@ def describe_seeds(seeds: tuple[int, ...]) -> str:
     if len(seeds) > 1 and list(seeds) == list(range(seeds[0], seeds[-1] + 1)):
         return f"{seeds[0]}-{seeds[-1]}"
     return ",".join(map(str, seeds))
+
+
+def command_seeds(flag: str | None, overrides: Iterable[str]) -> tuple[tuple[int, ...], list[str]]:
+    """The seeds of a command line, from ``--seeds`` (default: seed 0 alone) or ``seed=`` overrides (module
+    docstring), and the other overrides; seeds given twice that differ are refused, naming both."""
+    chosen, source, rest = None if flag is None else parse_seeds(flag, "--seeds"), f"--seeds {flag}", []
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or key.lstrip("+") != "seed":
+            rest.append(item)
+            continue
+        single = value.strip().isdigit()
+        named = parse_seeds(f"{value}-{value}" if single else value, f"the override {item}")
+        if chosen is not None and named != chosen:
+            raise ValueError(
+                f"the override {item} (seeds {describe_seeds(named)}) contradicts {source} (seeds "
+                f"{describe_seeds(chosen)}); give the seeds once, with --seeds or seed="
+            )
+        chosen, source = named, f"the override {item}"
+    return (0,) if chosen is None else chosen, rest

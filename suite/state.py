@@ -2,7 +2,7 @@
 
 The state is built from the run's spec and its task through ``suite.assembly`` (the raw network of the
 task's preset for the budget's size, wrapped in EDM's preconditioning; the task's loss weight). A
-checkpoint holds everything the loop needs to continue bit for bit (see ``suite.schedule`` for why no RNG
+checkpoint holds everything the loop needs to continue bit for bit (see ``suite.stream`` for why no RNG
 state is needed); resuming is re-running the same command (the EDM2 pattern).
 
 Memory format and compilation are network capabilities: the budget's ``channels_last`` and ``compile``

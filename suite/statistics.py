@@ -3,7 +3,7 @@ comparisons against a target fixed in advance (or against every baseline with Ho
 time-to-target ratio over seed pairs with right-censoring, a verdict per comparison, and seed planning.
 
 Design. Seed k of every sampler in one comparison starts from the same initial weights
-(``torch.manual_seed(seed)`` in ``suite.state``) and draws the same data order (``suite.schedule``), so
+(``torch.manual_seed(seed)`` in ``suite.state``) and draws the same data order (``suite.stream``), so
 samplers are compared in pairs by seed: pair k is seed k of the sampler and seed k of the target, inside one
 comparison row of ``suite.table`` (task × budget × comparison hash × metric × data kind × origin).
 

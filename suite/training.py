@@ -1,7 +1,7 @@
 """The training loop of one run: one task, one sampler, one budget, one seed.
 
 A step: draw the global batch's data indices, σ, ε and condition dropout from the step's generator
-(``suite.schedule``), let the task augment the batch, evaluate the task's objective (``suite.objectives``)
+(``suite.stream``), let the task augment the batch, evaluate the task's objective (``suite.objectives``)
 under the budget's precision, step Adam (EDM: β = 0.9, 0.999, ε = 1e-8, linear learning-rate warm-up,
 non-finite gradients zeroed in three operations (``zero_nonfinite_``), optional gradient-norm clipping;
 fused), hand σ and the observed x₀-space errors to the noise sampler (``observe_draws``: no value is read
@@ -51,17 +51,11 @@ from suite.lease import Lease, LeaseLost, RunBusy, clean_temporary_files, read_h
 from suite.metrics import MetricSpec
 from suite.provenance import claim_data_identity, density_row, run_started
 from suite.records import RunDirectory, append_jsonl, append_text, now, truncate_jsonl
-from suite.schedule import (
-    batch_indices,
-    ema_beta,
-    evaluation_points,
-    learning_rate,
-    step_generator,
-    step_seed,
-)
+from suite.schedule import ema_beta, evaluation_points, learning_rate
 from suite.spec import RunSpec, run_spec
 from suite.state import TrainingState
 from suite.stopping import Interrupted, interrupted, requested, stop_requests
+from suite.stream import batch_indices, step_generator, step_seed
 from suite.task import Task, TaskData, augment_share
 from suite.watch import Watchers, evaluation_line, format_eta, run_log, save_preview
 

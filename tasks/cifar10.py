@@ -36,7 +36,6 @@ from infonoise_modalities.image.formats import (
     STANDIN_PHOTOS,
     cached_standin,
     cifar10_problem,
-    file_md5,
     find_cifar10,
     read_cifar10,
     standin_crops,
@@ -46,6 +45,7 @@ from infonoise_modalities.image.formats import (
 from infonoise_modalities.image.mnist_sources import data_cache_dir
 from infonoise_modalities.image.networks import EDM_DDPMPP, UNet
 from infonoise_modalities.image.task import Images, ImageTask
+from suite.digest import file_digest
 from suite.task import TASKS, Cond
 
 CIFAR_TRAIN_IMAGES = 50_000
@@ -63,9 +63,9 @@ def _official_batch_md5() -> dict[str, str]:
 def is_official_cifar10(source: Path) -> bool:
     """Whether ``source`` (tarball or extracted folder) carries the official release's checksums."""
     if source.is_file():
-        return file_md5(source) == CIFAR_TARBALL_MD5
+        return file_digest(source, "md5") == CIFAR_TARBALL_MD5
     official = _official_batch_md5()
-    return all(file_md5(source / name) == official[name] for name in CIFAR_TRAIN_BATCHES)
+    return all(file_digest(source / name, "md5") == official[name] for name in CIFAR_TRAIN_BATCHES)
 
 
 def read_cifar10_images(source: Path, what: str = "CIFAR-10 train") -> Images:

@@ -1,7 +1,7 @@
-"""The habits users bring from EDM, torch-fidelity, submitit and shared clusters: files made with the
-user's umask, ``--out`` for ``plot`` and ``report`` on a read-only results folder, the tidy long table that
-``pandas.read_csv`` reads, seed ranges, ``--help`` and did-you-mean answered before torch is imported, and
-reference statistics in EDM's ``.npz`` layout (``suite fid ref|calc``)."""
+"""The habits users bring from EDM, torch-fidelity, submitit and shared clusters: files made with the user's
+umask, ``--out`` for ``plot`` and ``report`` on a read-only results folder, the tidy long table that
+``pandas.read_csv`` reads, seed ranges (and Hydra's ``seed=``), ``--help`` and did-you-mean answered before
+torch is imported, and reference statistics in EDM's ``.npz`` layout (``suite fid ref|calc``)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from test_table import write_run
 from test_training import TINY
 
 from suite.config import group_options
+from suite.seeds import command_seeds
 from suite.table_command import main as table_main
 
 
@@ -199,6 +200,35 @@ def test_bad_seeds_are_refused_naming_the_value(value):
     assert repr(value) in str(err.value) or str(value) in str(err.value)
 
 
+@pytest.mark.parametrize(
+    "flag,overrides,seeds",
+    [
+        (None, [], (0,)),
+        ("3", [], (0, 1, 2)),
+        (None, ["seed=3"], (3,)),  # Hydra's seed of the run, not a count
+        (None, ["seed=0,2"], (0, 2)),
+        (None, ["+seed=4-6"], (4, 5, 6)),
+        ("3-3", ["seed=3"], (3,)),
+        ("2", ["seed=0,1"], (0, 1)),
+    ],
+)
+def test_a_seed_override_names_the_seeds_it_says(flag, overrides, seeds):
+    assert command_seeds(flag, [*overrides, "budget.kimg=1"]) == (seeds, ["budget.kimg=1"])
+
+
+@pytest.mark.parametrize(
+    "flag,overrides,message",
+    [
+        ("2", ["seed=4"], "the override seed=4 (seeds 4) contradicts --seeds 2 (seeds 0-1)"),
+        (None, ["seed=1", "seed=2"], "the override seed=2 (seeds 2) contradicts the override seed=1"),
+        (None, ["seed=x"], "the override seed=x must be"),
+    ],
+)
+def test_a_seed_override_contradicting_the_seeds_is_refused_naming_both(flag, overrides, message):
+    with pytest.raises(ValueError, match=r"^" + message.replace("(", r"\(").replace(")", r"\)")):
+        command_seeds(flag, overrides)
+
+
 def test_a_seed_list_plans_exactly_those_seed_folders(tmp_path: Path):
     from suite.runner import plan_runs
     from suite.seeds import parse_seeds
@@ -270,6 +300,14 @@ def test_help_shows_defaults_ranges_choices_and_examples_without_importing_torch
     assert "minutes per SLURM job (>= 1)" in flat and "a range A-B (inclusive: 0-63)" in flat
     assert "examples:" in run and "--seeds 0-63" in run
     assert "{text,md,latex,csv,long-csv,json}" in table
+    assert done.stdout.strip().endswith("torch imported: False")
+
+
+def test_status_of_an_empty_results_folder_imports_no_torch(tmp_path: Path):
+    done = without_torch(
+        f"from suite.cli import main\nassert main(['status', '--results', {str(tmp_path)!r}]) == 0"
+    )
+    assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith("torch imported: False")
 
 

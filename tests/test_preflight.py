@@ -3,9 +3,10 @@
 Each cause a launch would meet is refused before anything runs, with its exact one-line message: a missing
 CIFAR-10 folder, a truncated CIFAR-10 batch or tarball, a corrupted or truncated IDX file (named once), an
 unwritable results folder, an adaptive sampler's warm-up as long as the run, a SLURM profile whose jobs and
-requeues cover less than the planned hours, an override that contradicts its flag, and an unprepared DNA
-folder (one cause) or its missing Sei files (each once). The data are the tasks' example files in their real
-formats; the exit codes are 0, 1 (an unexpected error, one line, its traceback with ``--debug``) and 2.
+requeues cover less than the planned hours, an override that contradicts its flag (``results=`` as ``task=``),
+and an unprepared DNA folder (one cause) or its missing Sei files (each once). The data are the tasks' example
+files in their real formats; the exit codes are 0, 1 (an unexpected error, one line, its traceback with
+``--debug``) and 2.
 """
 
 from __future__ import annotations
@@ -218,6 +219,25 @@ def test_an_override_contradicting_its_flag_is_refused_and_one_alone_stands_for_
     code, out, err = launch(capsys, *args, "sampler=cos", "budget=smoke", "--dry-run")
     assert code == 0, err
     assert "1 run(s):" in out and "fashion/smoke/cos/seed0" in out
+
+
+def test_a_results_override_is_the_results_folder_of_the_runs(tmp_path: Path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results").write_text("")  # the default folder unwritable too: nothing trains either way
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    code, _, err = launch(capsys, "run", "--task", "ring2d", "--sampler", "edm", f"results={blocked / 'sub'}")
+    assert code == 2
+    (line,) = err.splitlines()  # the preflight reads the override's folder, not results/
+    assert line.startswith(f"error: --results {blocked / 'sub'}: {blocked} is a file")
+
+
+def test_a_results_override_contradicting_the_flag_is_refused_naming_both(tmp_path: Path, capsys):
+    argv = ["run", "--task", "ring2d", "--results", str(tmp_path / "a"), f"results={tmp_path / 'b'}"]
+    code, _, err = launch(capsys, *argv)
+    assert code == 2
+    (line,) = err.splitlines()
+    assert f"results={tmp_path / 'b'} contradicts --results {tmp_path / 'a'}" in line
 
 
 def test_help_documents_the_exit_codes_and_debug(capsys):

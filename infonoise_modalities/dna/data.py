@@ -50,7 +50,6 @@ last assembly is held out as the reference split. It is marked as a stand-in whe
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import os
 import shutil
@@ -69,6 +68,7 @@ import torch
 from torch import Tensor
 from tqdm import tqdm
 
+from suite.digest import file_digest
 from suite.watch import progress_enabled
 
 BASES = "ACGT"
@@ -381,14 +381,6 @@ def extract_windows(
 DOWNLOAD_ATTEMPTS = 3
 
 
-def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _temporary(path: Path) -> Path:
     """The name ``path`` is written under until it is whole: hidden, and never a name a reader looks for."""
     return path.with_name(f".{path.name}.partial")
@@ -526,18 +518,11 @@ def zenodo_checksum(name: str = "data.tar.gz") -> ArchivePin | None:
 
 
 def md5_file(path: Path) -> str:
-    digest = hashlib.md5()
+    """The md5 of ``path``, with a progress bar (an archive is gigabytes)."""
     size = path.stat().st_size
-    with (
-        open(path, "rb") as handle,
-        tqdm(
-            total=size, unit="B", unit_scale=True, desc=f"md5 {path.name}", disable=not progress_enabled()
-        ) as bar,
-    ):
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-            bar.update(len(block))
-    return digest.hexdigest()
+    desc = f"md5 {path.name}"
+    with tqdm(total=size, unit="B", unit_scale=True, desc=desc, disable=not progress_enabled()) as bar:
+        return file_digest(path, "md5", progress=bar.update)
 
 
 def verify_archive(path: Path, expected: ArchivePin, origin: str, fix: str) -> None:
@@ -734,7 +719,7 @@ def prepare(source: str | None, dest: str | Path, pin: ArchivePin | None = DDSM_
         if name in files and files[name].resolve() != (dest / name).resolve():
             with open(files[name], "rb") as original:
                 _publish(dest / name, lambda out, f=original: shutil.copyfileobj(f, out, 1 << 22))
-    sources = {name: sha256_file(files[name]) for name in RAW_FILES if name != GENOME}
+    sources = {name: file_digest(files[name]) for name in RAW_FILES if name != GENOME}
     sources[GENOME] = f"{files[GENOME].stat().st_size} bytes"
     write_prepared(dest, windows, sources, skipped)
     size = sum((dest / name).stat().st_size for name in PREPARED_FILES)

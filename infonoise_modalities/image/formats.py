@@ -23,7 +23,6 @@ formats above and read back through the real readers.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import io
 import json
@@ -210,14 +209,6 @@ def read_cifar10(source: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     images = np.concatenate([b[0] for b in batches])
     labels = np.concatenate([b[1] for b in batches])
     return images, labels
-
-
-def file_md5(path: str | os.PathLike) -> str:
-    digest = hashlib.md5(usedforsecurity=False)
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def write_cifar10(
