@@ -142,16 +142,13 @@ def _warning_on_stderr(message, category, filename, lineno, file=None, line=None
 
 
 @contextlib.contextmanager
-def as_a_cli_process(**env: str) -> Iterator[None]:
-    """This process set up as a CLI subprocess of ``cli_env(**env)`` starts (one torch thread, no fault
-    injected, each warning printed on stderr once per place), and put back as it was after the block; fails
-    when the launch left a stop handler installed or a lease heartbeat running."""
+def as_a_cli_process(threads: int = 1, **env: str) -> Iterator[None]:
+    """This process set up as a CLI subprocess of ``cli_env(OMP_NUM_THREADS=threads, **env)`` starts
+    (``threads`` torch threads, no fault injected, each warning printed on stderr once per place), and put
+    back as it was after the block; fails when the launch left a stop handler installed or a lease heartbeat
+    running."""
     handlers = {s: signal.getsignal(s) for s in STOP_SIGNALS}
-    threads, formatwarning, log_handlers = (
-        torch.get_num_threads(),
-        warnings.formatwarning,
-        logging.root.handlers[:],
-    )
+    saved = torch.get_num_threads(), warnings.formatwarning, logging.root.handlers[:]
     with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
         for name in (FAULT_ENV, "SUITE_DEBUG"):
             patch.delenv(name, raising=False)
@@ -159,13 +156,13 @@ def as_a_cli_process(**env: str) -> Iterator[None]:
             patch.setenv(name, value)
         warnings.simplefilter("default")
         warnings.showwarning = _warning_on_stderr
-        torch.set_num_threads(1)
+        torch.set_num_threads(threads)
         try:
             yield
         finally:
-            torch.set_num_threads(threads)
-            warnings.formatwarning = formatwarning
-            logging.root.handlers[:] = log_handlers
+            torch.set_num_threads(saved[0])
+            warnings.formatwarning = saved[1]
+            logging.root.handlers[:] = saved[2]
             left = [s.name for s, handler in handlers.items() if signal.getsignal(s) is not handler]
             for s, handler in handlers.items():
                 signal.signal(s, handler)
@@ -174,9 +171,9 @@ def as_a_cli_process(**env: str) -> Iterator[None]:
     assert beating == [], beating
 
 
-def main_here(argv: list[str], **env: str) -> int:
+def main_here(argv: list[str], threads: int = 1, **env: str) -> int:
     """``suite ARGV`` in this process (see :func:`as_a_cli_process`); its output goes to pytest's capture."""
-    with as_a_cli_process(**env):
+    with as_a_cli_process(threads, **env):
         return main(argv)
 
 
