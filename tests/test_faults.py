@@ -63,7 +63,7 @@ from suite.cli import main
 from suite.records import read_jsonl
 from suite.stopping import STOP_SIGNALS
 
-pytestmark = pytest.mark.slow  # 16 CLI subprocesses and 30 launches in this process
+pytestmark = pytest.mark.slow  # 16 CLI subprocesses (kills and signals), 33 commands in this process
 
 SAMPLER = "infonoise"
 BATCH = 32
