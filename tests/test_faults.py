@@ -24,28 +24,46 @@ data); SIGTERM during imports, while a run loads its data and between the runs o
 cleanly (exit 130, no lease left); SIGTERM and SIGINT during an evaluation (against a launch whose
 evaluation takes seconds) abandon it within a bound the test prints, with the evaluation point's checkpoint
 kept, and the re-run evaluates that point again.
+
+A kill, a signal and a process that must be alive while another launch runs need a CLI subprocess; what
+recovers from them does not. The uninterrupted references, every re-run and every command that reads a
+damaged folder (``suite status``, ``table``, ``report``, ``lease break``) call ``suite.cli.main`` in this
+process, set up as a CLI subprocess starts (one torch thread, as ``OMP_NUM_THREADS=1`` gives the killed
+subprocesses, so a resumed run can equal its reference value for value; no ``SUITE_FAULT``; warnings on
+stderr) and put back afterwards; each such call also requires that the launch left no stop handler and
+no lease heartbeat behind. Killed runs that several tests damage differently are made once per module and
+copied per test.
 """
 
+import contextlib
 import dataclasses
 import fractions
 import json
+import logging
 import os
 import random
 import shutil
 import signal
 import subprocess
+import sys
+import threading
 import time
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import fid_extractor  # noqa: F401  (registers the "rand-test" feature extractor for in-process launches)
 import pytest
 import torch
 from datagen import write_mnist_format
 from subprocesses import cli_command, cli_env
 
-from suite.checkpoint import list_checkpoints
+from suite.checkpoint import FAULT_ENV, list_checkpoints
+from suite.cli import main
 from suite.records import read_jsonl
+from suite.stopping import STOP_SIGNALS
 
-pytestmark = pytest.mark.slow  # about 50 CLI launches: 25-30 wall minutes on 2 busy cores, 10 alone
+pytestmark = pytest.mark.slow  # 16 CLI subprocesses (kills and signals), 33 commands in this process
 
 SAMPLER = "infonoise"
 BATCH = 32
@@ -77,8 +95,9 @@ TIMING = ("eval_seconds", "wall_time", "sec_per_kimg")
 DEBRIS_SUFFIXES = (".tmp", ".link")
 
 
-def command(results: Path, data: Path, sampler: str = SAMPLER, extra: list[str] | None = None) -> list[str]:
-    return cli_command(
+def arguments(results: Path, data: Path, sampler: str = SAMPLER, extra: list[str] | None = None) -> list[str]:
+    """``suite run``'s arguments for the tiny bfashion run."""
+    return [
         "run",
         "--task",
         "bfashion",
@@ -89,12 +108,16 @@ def command(results: Path, data: Path, sampler: str = SAMPLER, extra: list[str] 
         f"task.root={data}",
         *BUDGET,
         *(extra or []),
-    )
+    ]
+
+
+def command(results: Path, data: Path, **options) -> list[str]:
+    return cli_command(*arguments(results, data, **options))
 
 
 def environment(fault: str | None) -> dict[str, str]:
     """The CLI's environment, with ``SUITE_FAULT`` set when a fault is injected."""
-    return cli_env(**({"SUITE_FAULT": fault} if fault else {}))
+    return cli_env(**({FAULT_ENV: fault} if fault else {}))
 
 
 def launch(results: Path, data: Path, fault: str | None = None, **options) -> subprocess.Popen:
@@ -108,8 +131,70 @@ def launch(results: Path, data: Path, fault: str | None = None, **options) -> su
 
 
 def run(results: Path, data: Path, fault: str | None = None, **options) -> subprocess.CompletedProcess:
+    """A launch in a CLI subprocess, for a fault that kills or signals it."""
     return subprocess.run(
         command(results, data, **options), env=environment(fault), capture_output=True, text=True, timeout=600
+    )
+
+
+def _warning_on_stderr(message, category, filename, lineno, file=None, line=None) -> None:
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+@contextlib.contextmanager
+def as_a_cli_process(threads: int = 1, **env: str) -> Iterator[None]:
+    """This process set up as a CLI subprocess of ``cli_env(OMP_NUM_THREADS=threads, **env)`` starts
+    (``threads`` torch threads, no fault injected, each warning printed on stderr once per place), and put
+    back as it was after the block; fails when the launch left a stop handler installed or a lease heartbeat
+    running."""
+    handlers = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    saved = torch.get_num_threads(), warnings.formatwarning, logging.root.handlers[:]
+    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
+        for name in (FAULT_ENV, "SUITE_DEBUG"):
+            patch.delenv(name, raising=False)
+        for name, value in env.items():
+            patch.setenv(name, value)
+        warnings.simplefilter("default")
+        warnings.showwarning = _warning_on_stderr
+        torch.set_num_threads(threads)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(saved[0])
+            warnings.formatwarning = saved[1]
+            logging.root.handlers[:] = saved[2]
+            left = [s.name for s, handler in handlers.items() if signal.getsignal(s) is not handler]
+            for s, handler in handlers.items():
+                signal.signal(s, handler)
+    assert left == [], f"stop handlers left installed: {left}"
+    beating = [t for t in threading.enumerate() if t.name == "lease-heartbeat"]
+    assert beating == [], beating
+
+
+def main_here(argv: list[str], threads: int = 1, **env: str) -> int:
+    """``suite ARGV`` in this process (see :func:`as_a_cli_process`); its output goes to pytest's capture."""
+    with as_a_cli_process(threads, **env):
+        return main(argv)
+
+
+@pytest.fixture
+def here(capfd) -> Callable[..., subprocess.CompletedProcess]:
+    """``here(*argv, **env)``: ``suite ARGV`` in this process, with its exit status and captured output."""
+
+    def call(*argv: str, **env: str) -> subprocess.CompletedProcess:
+        capfd.readouterr()
+        code = main_here(list(argv), **env)
+        out = capfd.readouterr()
+        return subprocess.CompletedProcess(list(argv), code, out.out, out.err)
+
+    return call
+
+
+@pytest.fixture
+def rerun(here) -> Callable[..., subprocess.CompletedProcess]:
+    """``rerun(results, data, **options)``: the launch of :func:`run` again, in this process."""
+    return lambda results, data, env=None, **options: here(
+        *arguments(results, data, **options), **(env or {})
     )
 
 
@@ -158,8 +243,7 @@ def data(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory, data) -> Path:
     results = tmp_path_factory.mktemp("uninterrupted")
-    done = run(results, data)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert main_here(arguments(results, data)) == 0
     rows = read_jsonl(run_dir_of(results) / "stats.jsonl")
     assert [r["nimg"] for r in rows] == [128, 224, 320, 416, 480]  # the first step past each 100 examples
     return results
@@ -191,10 +275,10 @@ def fashion() -> Path:
 
 @pytest.fixture(scope="module")
 def fashion_reference(tmp_path_factory, fashion) -> Path:
-    """One uninterrupted launch of InfoNoise and the fixed EDM sampler on real Fashion-MNIST."""
+    """One uninterrupted launch of InfoNoise and the fixed EDM sampler on real Fashion-MNIST (its InfoNoise
+    run is the reference of every InfoNoise run on these data: a run writes the same records alone)."""
     results = tmp_path_factory.mktemp("fashion-uninterrupted")
-    done = run(results, fashion, sampler=f"{SAMPLER},{FIXED}")
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert main_here(arguments(results, fashion, sampler=f"{SAMPLER},{FIXED}")) == 0
     assert row_counts(results) == ROWS
     return results
 
@@ -203,8 +287,7 @@ def fashion_reference(tmp_path_factory, fashion) -> Path:
 def slow_evaluation_reference(tmp_path_factory, fashion) -> Path:
     """An uninterrupted InfoNoise run on real Fashion-MNIST whose evaluations take seconds."""
     results = tmp_path_factory.mktemp("fashion-slow-evaluation")
-    done = run(results, fashion, extra=SLOW_EVALUATION)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert main_here(arguments(results, fashion, extra=SLOW_EVALUATION)) == 0
     assert row_counts(results) == ROWS
     return results
 
@@ -239,33 +322,33 @@ def assert_stopped_cleanly(proc_out: str, returncode: int, results: Path) -> Non
 
 
 def test_sigkill_after_a_random_step_then_rerun_matches_the_uninterrupted_run(
-    killed, tmp_path, data, reference
+    killed, tmp_path, data, reference, rerun
 ):
     results = damaged_copy(killed, tmp_path)
     folder = run_dir_of(results)
     info = json.loads((folder / "run.json").read_text())
     assert info["status"] == "running" and (folder / "lease.json").is_file()  # killed mid-run, lease left
     assert max(r["nimg"] for r in read_jsonl(folder / "stats.jsonl")) <= killed[1] < TOTAL_NIMG
-    rerun = run(results, data)
-    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    assert "took over the stale lease" in rerun.stdout
+    again = rerun(results, data)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "took over the stale lease" in again.stdout
     assert_recovered(results, reference)
 
 
-def test_sigkill_while_a_checkpoint_is_written_then_rerun_matches(tmp_path, data, reference):
+def test_sigkill_while_a_checkpoint_is_written_then_rerun_matches(tmp_path, data, reference, rerun):
     results = tmp_path / "results"
     died = run(results, data, fault="checkpoint@320")
     assert died.returncode == -signal.SIGKILL, died.stdout + died.stderr
     checkpoints = run_dir_of(results) / "checkpoints"
     (half_written,) = checkpoints.glob(".ckpt-000000000320.pt.*.tmp")
     assert [p.name for p in list_checkpoints(checkpoints)][-1] == "ckpt-000000000256.pt"
-    rerun = run(results, data)
-    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    assert f"removed {half_written}" in rerun.stdout
+    again = rerun(results, data)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"removed {half_written}" in again.stdout
     assert_recovered(results, reference)
 
 
-def test_sigterm_checkpoints_and_stops_then_rerun_matches(tmp_path, data, reference):
+def test_sigterm_checkpoints_and_stops_then_rerun_matches(tmp_path, data, reference, rerun):
     results = tmp_path / "results"
     proc = launch(results, data)
     deadline = time.time() + 300
@@ -278,18 +361,18 @@ def test_sigterm_checkpoints_and_stops_then_rerun_matches(tmp_path, data, refere
     info = json.loads((folder / "run.json").read_text())
     assert info["status"] == "interrupted" and not (folder / "lease.json").exists()
     assert list_checkpoints(folder / "checkpoints")[-1].name == f"ckpt-{round(info['kimg'] * 1000):012d}.pt"
-    rerun = run(results, data)
-    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    again = rerun(results, data)
+    assert again.returncode == 0, again.stdout + again.stderr
     assert_recovered(results, reference)
 
 
-def test_second_launch_of_a_training_run_names_the_holder_and_exits_3(tmp_path, data, reference):
+def test_second_launch_of_a_training_run_names_the_holder_and_exits_3(tmp_path, data, reference, rerun):
     results = tmp_path / "results"
     first = launch(results, data)
     deadline = time.time() + 300
     while time.time() < deadline and not list(results.glob(f"runs/*/{SAMPLER}/seed0/lease.json")):
         time.sleep(0.02)
-    second = run(results, data)
+    second = rerun(results, data)
     first_out, _ = first.communicate(timeout=600)
     assert first.returncode == 0, first_out
     if "skipping:" not in second.stdout:  # it looked after the first had finished
@@ -303,52 +386,42 @@ def test_second_launch_of_a_training_run_names_the_holder_and_exits_3(tmp_path, 
     assert_recovered(results, reference)
 
 
-def test_truncated_newest_checkpoint_is_skipped_and_rerun_matches(killed, tmp_path, data, reference):
+def test_truncated_newest_checkpoint_is_skipped_and_rerun_matches(killed, tmp_path, data, reference, rerun):
     results = damaged_copy(killed, tmp_path)
     newest = list_checkpoints(run_dir_of(results) / "checkpoints")[-1]
     newest.write_bytes(newest.read_bytes()[: newest.stat().st_size // 3])
-    rerun = run(results, data)
-    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    assert f"skipping unreadable checkpoint {newest}" in rerun.stdout
+    again = rerun(results, data)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"skipping unreadable checkpoint {newest}" in again.stdout
     assert_recovered(results, reference)
 
 
-def test_torn_last_jsonl_lines_are_dropped_and_rerun_matches(killed, tmp_path, data, reference):
+def test_torn_last_jsonl_lines_are_dropped_and_rerun_matches(killed, tmp_path, data, reference, rerun):
     results = damaged_copy(killed, tmp_path)
     folder = run_dir_of(results)
     for name in ("stats.jsonl", "sampler.jsonl", "records.jsonl"):
         with open(folder / name, "a") as handle:
             handle.write('{"nimg": 99999, "kimg": 99.9, "loss": 1.')  # a kill mid-append
-    rerun = run(results, data)
-    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    again = rerun(results, data)
+    assert again.returncode == 0, again.stdout + again.stderr
     assert_recovered(results, reference)
 
 
-def test_corrupted_run_json_is_recorded_again_and_rerun_matches(killed, tmp_path, data, reference):
+def test_corrupted_run_json_is_recorded_again_and_rerun_matches(killed, tmp_path, data, reference, rerun):
     results = damaged_copy(killed, tmp_path)
     (run_dir_of(results) / "run.json").write_text('{"status": "runn')
-    rerun = run(results, data)
-    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    assert "is not a JSON object" in rerun.stderr
+    again = rerun(results, data)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "is not a JSON object" in again.stderr
     assert_recovered(results, reference)
 
 
 JSONL_FILES = ("records.jsonl", "stats.jsonl", "sampler.jsonl")
-CAPTURE = {"capture_output": True, "text": True, "timeout": 600}
 LAST_LINES = {
     "invalid UTF-8": b'{"nimg": 99999, "kimg": 99.9, "loss": "\xff\xfe\xfd"}',
     "a 5000-digit number": b'{"nimg": ' + b"9" * 5000 + b"}",
     "a JSON array": b'[{"nimg": 99999, "kimg": 99.9}]',
 }
-
-
-@pytest.fixture(scope="module")
-def fashion_infonoise_reference(tmp_path_factory, fashion) -> Path:
-    """One uninterrupted InfoNoise run on real Fashion-MNIST, which the damaged copies are compared with."""
-    results = tmp_path_factory.mktemp("fashion-infonoise-uninterrupted")
-    done = run(results, fashion)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return results
 
 
 @pytest.fixture(scope="module")
@@ -367,40 +440,42 @@ def fashion_killed(tmp_path_factory, fashion) -> tuple[Path, int]:
 
 @pytest.mark.parametrize("kind", sorted(LAST_LINES))
 def test_a_last_jsonl_line_of_any_bytes_is_dropped_and_rerun_matches(
-    fashion_killed, tmp_path, fashion, fashion_infonoise_reference, kind
+    fashion_killed, tmp_path, fashion, fashion_reference, rerun, kind
 ):
     results = damaged_copy(fashion_killed, tmp_path)
     folder = run_dir_of(results)
     for name in JSONL_FILES:  # records.jsonl: the torn line alone
         with open(folder / name, "ab") as handle:
             handle.write(LAST_LINES[kind])
-    rerun = run(results, fashion)
-    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    assert "is not a record" not in rerun.stderr  # a torn last line is dropped silently
-    assert_recovered(results, fashion_infonoise_reference)
-    reference = run_dir_of(fashion_infonoise_reference)
+    again = rerun(results, fashion)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "is not a record" not in again.stderr  # a torn last line is dropped silently
+    assert_recovered(results, fashion_reference)
+    reference = run_dir_of(fashion_reference)
     counts = {name: len((folder / name).read_bytes().splitlines()) for name in JSONL_FILES}
     assert counts == {name: len((reference / name).read_bytes().splitlines()) for name in JSONL_FILES}
     assert counts["records.jsonl"] == 2 and counts["stats.jsonl"] == 5  # 2 evaluation points, 5 ticks
 
 
-def test_a_symlinked_records_jsonl_is_not_followed_and_the_rerun_names_it(fashion_killed, tmp_path, fashion):
+def test_a_symlinked_records_jsonl_is_not_followed_and_the_rerun_names_it(
+    fashion_killed, tmp_path, fashion, rerun
+):
     results = damaged_copy(fashion_killed, tmp_path)
     link = run_dir_of(results) / "records.jsonl"
     outside = tmp_path / "elsewhere.jsonl"
     outside.write_text('{"nimg": 256, "metric": "fid", "value": 1.0}\n')  # another run's records
     link.symlink_to(outside)
     before = outside.read_bytes()
-    rerun = run(results, fashion)
-    assert rerun.returncode == 1, rerun.stdout + rerun.stderr
+    again = rerun(results, fashion)
+    assert again.returncode == 1, again.stdout + again.stderr
     refusal = f"{link} is a symbolic link (to {outside})"
-    assert refusal in rerun.stderr and "Traceback" not in rerun.stderr  # one line; --debug prints the rest
+    assert refusal in again.stderr and "Traceback" not in again.stderr  # one line; --debug prints the rest
     assert refusal in json.loads((link.parent / "run.json").read_text())["error"]
     assert outside.read_bytes() == before and link.is_symlink()
 
 
 def test_a_linked_checkpoints_folder_is_refused_and_what_it_reaches_is_untouched(
-    fashion_killed, tmp_path, fashion
+    fashion_killed, tmp_path, fashion, rerun
 ):
     results = damaged_copy(fashion_killed, tmp_path)
     linked = run_dir_of(results) / "checkpoints"
@@ -411,21 +486,22 @@ def test_a_linked_checkpoints_folder_is_refused_and_what_it_reaches_is_untouched
     linked.symlink_to(elsewhere, target_is_directory=True)
     before = {p.name: p.read_bytes() for p in elsewhere.iterdir()}
     assert len(before) == 3
-    rerun = run(results, fashion)
-    assert rerun.returncode == 1, rerun.stdout + rerun.stderr
-    assert f"{linked} is a symbolic link (to {elsewhere})" in rerun.stderr
+    again = rerun(results, fashion)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert f"{linked} is a symbolic link (to {elsewhere})" in again.stderr
     assert {p.name: p.read_bytes() for p in elsewhere.iterdir()} == before
 
 
 def test_a_corrupted_middle_record_and_a_short_done_run_are_reported_never_averaged_in_silently(
-    fashion_infonoise_reference, tmp_path
+    fashion_reference, tmp_path, here
 ):
     """Seed 0: its first evaluation row (not the last line) gets an invalid byte. Seed 1, a copy: its
     records and stats stop one evaluation and one tick short of the budget while run.json says done."""
     from suite.records import RunDirectory, write_jsonl
 
     results = tmp_path / "results"
-    shutil.copytree(fashion_infonoise_reference, results)
+    shutil.copytree(fashion_reference, results)
+    shutil.rmtree(run_dir_of(results, FIXED).parent)  # the InfoNoise runs alone
     corrupted = run_dir_of(results)
     short = corrupted.parent / "seed1"
     shutil.copytree(corrupted, short)
@@ -443,16 +519,14 @@ def test_a_corrupted_middle_record_and_a_short_done_run_are_reported_never_avera
     }
     warning = f"warning: {corrupted / 'records.jsonl'} line 1 is not a record (invalid UTF-8"
 
-    status = subprocess.run(cli_command("status", "--results", str(results)), env=cli_env(), **CAPTURE)
+    status = here("status", "--results", str(results))
     assert status.returncode == 0, status.stdout + status.stderr
     assert status.stderr.count(warning) == 1
     assert "2 run(s): 2 done, records incomplete" in status.stdout
     for reason in why.values():
         assert reason[:100] in status.stdout
 
-    table = subprocess.run(
-        cli_command("table", "--results", str(results), "--format", "md"), env=cli_env(), **CAPTURE
-    )
+    table = here("table", "--results", str(results), "--format", "md")
     assert table.returncode == 0, table.stdout + table.stderr
     assert table.stderr.count(warning) == 1
     assert "[records incomplete: 2 of 2 runs]" in table.stdout
@@ -460,7 +534,7 @@ def test_a_corrupted_middle_record_and_a_short_done_run_are_reported_never_avera
     for run_dir, reason in why.items():
         assert f"- {run_dir}: {reason}\n" in table.stdout
 
-    report = subprocess.run(cli_command("report", "--results", str(results)), env=cli_env(), **CAPTURE)
+    report = here("report", "--results", str(results))
     assert report.returncode == 0, report.stdout + report.stderr
     assert warning in report.stderr
     text = (results / "REPORT.md").read_text()
@@ -470,19 +544,19 @@ def test_a_corrupted_middle_record_and_a_short_done_run_are_reported_never_avera
         assert f"| done, records incomplete ({reason}) |" in text
 
 
-def test_checkpoint_holding_a_pickled_object_is_refused_naming_the_file(killed, tmp_path, data):
+def test_checkpoint_holding_a_pickled_object_is_refused_naming_the_file(killed, tmp_path, data, rerun):
     results = damaged_copy(killed, tmp_path)
     newest = list_checkpoints(run_dir_of(results) / "checkpoints")[-1]
     state = torch.load(newest, weights_only=True)
     torch.save(state | {"payload": fractions.Fraction(1, 3)}, newest)  # any pickled instance
-    rerun = run(results, data)
-    assert rerun.returncode != 0
-    assert f"refusing checkpoint {newest}" in rerun.stdout + rerun.stderr
-    assert "fractions.Fraction" in rerun.stdout + rerun.stderr
+    again = rerun(results, data)
+    assert again.returncode != 0
+    assert f"refusing checkpoint {newest}" in again.stdout + again.stderr
+    assert "fractions.Fraction" in again.stdout + again.stderr
 
 
 def test_sigkill_before_the_first_checkpoint_then_rerun_starts_over_without_duplicate_rows(
-    tmp_path, fashion, fashion_reference
+    tmp_path, fashion, fashion_reference, rerun
 ):
     results = tmp_path / "results"
     died = run(results, fashion, fault="step@160")  # the step of the first checkpoint, before it is written
@@ -490,14 +564,14 @@ def test_sigkill_before_the_first_checkpoint_then_rerun_starts_over_without_dupl
     folder = run_dir_of(results)
     assert list_checkpoints(folder / "checkpoints") == []
     assert row_counts(results) == {"records.jsonl": 0, "stats.jsonl": 1, "sampler.jsonl": 2}
-    rerun = run(results, fashion)
-    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    again = rerun(results, fashion)
+    assert again.returncode == 0, again.stdout + again.stderr
     assert row_counts(results) == ROWS
     assert_recovered(results, fashion_reference)
 
 
 def test_every_checkpoint_truncated_then_rerun_starts_over_without_duplicate_rows(
-    tmp_path, fashion, fashion_reference
+    tmp_path, fashion, fashion_reference, rerun
 ):
     results = tmp_path / "results"
     died = run(results, fashion, fault="step@416")
@@ -506,10 +580,10 @@ def test_every_checkpoint_truncated_then_rerun_starts_over_without_duplicate_row
     assert [p.name for p in checkpoints] == ["ckpt-000000000256.pt", "ckpt-000000000320.pt"]
     for path in checkpoints:
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 3])
-    rerun = run(results, fashion)
-    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    again = rerun(results, fashion)
+    assert again.returncode == 0, again.stdout + again.stderr
     for path in checkpoints:
-        assert f"skipping unreadable checkpoint {path}" in rerun.stdout
+        assert f"skipping unreadable checkpoint {path}" in again.stdout
     assert row_counts(results) == ROWS
     assert_recovered(results, fashion_reference)
 
@@ -520,7 +594,7 @@ def sampler_state(results: Path) -> dict:
 
 @pytest.mark.parametrize("data_set", ["data", "fashion"])
 def test_adaptive_sampler_resumes_bit_for_bit_after_sigusr2_past_its_first_rebuild(
-    request, tmp_path, data_set
+    request, tmp_path, rerun, data_set
 ):
     data = request.getfixturevalue(data_set)
     reference = request.getfixturevalue("reference" if data_set == "data" else "fashion_reference")
@@ -530,8 +604,8 @@ def test_adaptive_sampler_resumes_bit_for_bit_after_sigusr2_past_its_first_rebui
     assert "stopped by SIGUSR2 at kimg 0.288" in stopped.stdout
     saved = sampler_state(results)
     assert [h["step"] for h in saved["history"] if "cdf_change" in h] == [8] and "density" in saved
-    rerun = run(results, data)
-    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    again = rerun(results, data)
+    assert again.returncode == 0, again.stdout + again.stderr
     assert_recovered(results, reference)
     resumed, uninterrupted = sampler_state(results), sampler_state(reference)
     assert resumed["history"][-1]["cdf_change"] == uninterrupted["history"][-1]["cdf_change"]
@@ -577,7 +651,7 @@ def test_a_second_sigint_aborts_at_once(tmp_path, data):
 
 
 def test_sigterm_while_a_run_loads_its_data_stops_before_training_then_rerun_matches(
-    tmp_path, fashion, fashion_reference
+    tmp_path, fashion, fashion_reference, rerun
 ):
     results = tmp_path / "results"
     stopped = run(results, fashion, fault="data@0:SIGTERM")
@@ -586,13 +660,13 @@ def test_sigterm_while_a_run_loads_its_data_stops_before_training_then_rerun_mat
     folder = run_dir_of(results)
     assert json.loads((folder / "run.json").read_text())["status"] == "interrupted"
     assert not (folder / "checkpoints").exists() and not (folder / "stats.jsonl").exists()
-    rerun = run(results, fashion)
-    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    again = rerun(results, fashion)
+    assert again.returncode == 0, again.stdout + again.stderr
     assert_recovered(results, fashion_reference)
 
 
 def test_sigterm_between_the_runs_of_a_two_sampler_launch_then_rerun_matches(
-    tmp_path, fashion, fashion_reference
+    tmp_path, fashion, fashion_reference, rerun
 ):
     results = tmp_path / "results"
     proc = launch(results, fashion, sampler=f"{SAMPLER},{FIXED}")
@@ -608,16 +682,16 @@ def test_sigterm_between_the_runs_of_a_two_sampler_launch_then_rerun_matches(
     assert "stopped by SIGTERM" in out
     statuses = {p.parent.parent.name: p.read_text() for p in results.glob("runs/*/*/seed0/run.json")}
     assert '"status": "done"' in statuses.pop(SAMPLER) and '"status": "done"' not in statuses.get(FIXED, "")
-    rerun = run(results, fashion, sampler=f"{SAMPLER},{FIXED}")
-    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    assert f"done already: bfashion/smoke/{SAMPLER}/seed0" in rerun.stdout
+    again = rerun(results, fashion, sampler=f"{SAMPLER},{FIXED}")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"done already: bfashion/smoke/{SAMPLER}/seed0" in again.stdout
     assert_recovered(results, fashion_reference)
     assert_recovered(results, fashion_reference, FIXED)
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_stop_during_an_evaluation_abandons_it_within_the_grace_and_rerun_evaluates_again(
-    tmp_path, fashion, slow_evaluation_reference, stop
+    tmp_path, fashion, slow_evaluation_reference, rerun, stop
 ):
     results = tmp_path / "results"
     proc = launch(results, fashion, extra=SLOW_EVALUATION)
@@ -638,15 +712,13 @@ def test_stop_during_an_evaluation_abandons_it_within_the_grace_and_rerun_evalua
     assert info["status"] == "interrupted" and info["kimg"] == 0.256
     assert list_checkpoints(folder / "checkpoints")[-1].name == "ckpt-000000000256.pt"
     assert read_jsonl(folder / "records.jsonl") == [] and not (folder / "snapshots").exists()
-    rerun = run(results, fashion, extra=SLOW_EVALUATION)
-    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    again = rerun(results, fashion, extra=SLOW_EVALUATION)
+    assert again.returncode == 0, again.stdout + again.stderr
     assert row_counts(results) == ROWS
     assert_recovered(results, slow_evaluation_reference)
 
 
 def test_dry_run_reports_every_invalid_value_before_training(tmp_path, capsys):
-    from suite.cli import main
-
     args = ["run", "--task", "bfashion", "--sampler", "edm", "--results", str(tmp_path), "--dry-run"]
     bad = ["sampler.p_std=-1", "budget.tick_kimg=0", "budget.batch=0", "task.solver=rk4"]
     assert main(args + bad) == 2
@@ -674,7 +746,7 @@ def folder_state(folder: Path) -> dict[str, tuple[bytes, int]]:
 
 
 def test_a_holder_stopped_past_the_stale_limit_and_taken_over_writes_nothing_when_it_wakes(
-    tmp_path, fashion, fashion_infonoise_reference
+    tmp_path, fashion, fashion_reference, rerun
 ):
     """SIGSTOP a training process, let a launch on another host take its lease over and finish the run,
     SIGCONT it: it must stop at its next write, leaving the finished folder as it was."""
@@ -695,18 +767,12 @@ def test_a_holder_stopped_past_the_stale_limit_and_taken_over_writes_nothing_whe
         folder = run_dir_of(results)
         assert json.loads((folder / "run.json").read_text())["status"] == "running"
         time.sleep(STALE_LIMIT_S + 0.5)
-        takeover = subprocess.run(
-            command(results, fashion),
-            env=cli_env(**stale_limit, SUITE_HOSTNAME="node-b"),
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        takeover = rerun(results, fashion, env=stale_limit | {"SUITE_HOSTNAME": "node-b"})
         assert takeover.returncode == 0, takeover.stdout + takeover.stderr
         assert (
             f"took over the stale lease of {os.uname().nodename} pid {holder.pid} since " in takeover.stdout
         )
-        assert_recovered(results, fashion_infonoise_reference)
+        assert_recovered(results, fashion_reference)
         finished = folder_state(folder)
     except BaseException:
         holder.kill()
@@ -732,23 +798,21 @@ def plant_lease(run_dir: Path, heartbeat: float, **changes) -> None:
 
 
 def test_a_lease_whose_heartbeat_is_years_ahead_is_reported_with_its_skew_and_taken_over(
-    fashion_killed, tmp_path, fashion, fashion_infonoise_reference
+    fashion_killed, tmp_path, fashion, fashion_reference, rerun
 ):
     """A killed run whose lease names another host with a heartbeat in 2100: the re-run reports the skew,
     watches the heartbeat for one stale limit, takes the lease over and ends as the uninterrupted run."""
     results = damaged_copy(fashion_killed, tmp_path)
     plant_lease(run_dir_of(results), heartbeat=4102444800.0, host="node-b", pid=4242, start_ticks=None)
-    rerun = subprocess.run(
-        command(results, fashion), env=cli_env(SUITE_LEASE_TIMEOUT="2"), capture_output=True, text=True
-    )
-    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    assert "clock skew" in rerun.stdout and "node-b pid 4242" in rerun.stdout, rerun.stdout
-    assert_recovered(results, fashion_infonoise_reference)
+    again = rerun(results, fashion, env={"SUITE_LEASE_TIMEOUT": "2"})
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "clock skew" in again.stdout and "node-b pid 4242" in again.stdout, again.stdout
+    assert_recovered(results, fashion_reference)
     assert row_counts(results) == ROWS
 
 
 def test_a_lease_of_pid_1_without_a_start_time_is_broken_by_suite_lease_break_and_rerun_matches(
-    fashion_killed, tmp_path, fashion, fashion_infonoise_reference
+    fashion_killed, tmp_path, fashion, fashion_reference, rerun, here
 ):
     """A lease naming pid 1 of this host and no start time (so its process cannot be judged gone): a launch
     is refused as busy (exit 3) and writes nothing; ``suite lease break`` removes it; the re-run matches."""
@@ -756,12 +820,12 @@ def test_a_lease_of_pid_1_without_a_start_time_is_broken_by_suite_lease_break_an
     folder = run_dir_of(results)
     plant_lease(folder, heartbeat=time.time(), pid=1, start_ticks=None)
     before = sorted((p.name, p.stat().st_size) for p in folder.rglob("*") if p.is_file())
-    busy = run(results, fashion)
+    busy = rerun(results, fashion)
     assert busy.returncode == 3 and "busy" in busy.stdout, busy.stdout + busy.stderr
     assert sorted((p.name, p.stat().st_size) for p in folder.rglob("*") if p.is_file()) == before
-    broken = subprocess.run(cli_command("lease", "break", "--force", str(folder)), env=cli_env(), **CAPTURE)
+    broken = here("lease", "break", "--force", str(folder))
     assert broken.returncode == 0 and "pid 1" in broken.stdout, broken.stdout + broken.stderr
-    rerun = run(results, fashion)
-    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    assert_recovered(results, fashion_infonoise_reference)
+    again = rerun(results, fashion)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert_recovered(results, fashion_reference)
     assert row_counts(results) == ROWS

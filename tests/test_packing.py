@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 import torch
 from subprocesses import cli_command, cli_env
-from test_faults import BUDGET, DEBRIS_SUFFIXES, FASHION, without_timing
+from test_faults import BUDGET, DEBRIS_SUFFIXES, FASHION, main_here, without_timing
 
 from suite.checkpoint import list_checkpoints
 from suite.cli import main
@@ -42,8 +42,9 @@ THREADS = str(max(1, usable_cores() // PACK))  # what each packed child gets
 DEADLINE_S = 600.0
 
 
-def command(results: Path, *flags: str) -> list[str]:
-    return cli_command(
+def arguments(results: Path, *flags: str) -> list[str]:
+    """``suite run``'s arguments for the two runs."""
+    return [
         "run",
         "--task",
         "bfashion",
@@ -54,7 +55,11 @@ def command(results: Path, *flags: str) -> list[str]:
         *flags,
         f"task.root={FASHION}",
         *BUDGET,
-    )
+    ]
+
+
+def command(results: Path, *flags: str) -> list[str]:
+    return cli_command(*arguments(results, *flags))
 
 
 def launch(results: Path, *flags: str) -> subprocess.Popen:
@@ -174,12 +179,10 @@ def fashion() -> Path:
 
 @pytest.fixture(scope="module")
 def one_by_one(tmp_path_factory, fashion) -> Path:
-    """The two runs launched one after the other, each with the thread count of a packed child."""
+    """The two runs launched one after the other, each with the thread count of a packed child (in this
+    process: nothing is killed)."""
     results = tmp_path_factory.mktemp("one-by-one")
-    done = subprocess.run(
-        command(results), env=cli_env(OMP_NUM_THREADS=THREADS), capture_output=True, text=True, timeout=1200
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert main_here(arguments(results), threads=int(THREADS)) == 0
     return results
 
 
