@@ -187,10 +187,11 @@ def measured_here(spec: RunSpec) -> dict[str, Any]:
 
 
 def _hours(hours: float) -> str:
-    """ "0.52 h", "3.1 days" beyond 48 h, "12 years" beyond two."""
+    """Hours, "0.52 h" or "3,100 h", with days beyond 48 h and years beyond two: "3,100 h (129 days)"."""
+    text = f"{hours:,.0f} h" if hours >= 100 else f"{hours:.3g} h"
     if hours > 2 * 8766:
-        return f"{hours / 8766:,.0f} years"
-    return f"{hours / 24:,.3g} days" if hours > 48 else f"{hours:,.3g} h"
+        return f"{text} ({hours / 8766:,.0f} years)"
+    return f"{text} ({hours / 24:,.3g} days)" if hours > 48 else text
 
 
 def describe_cost(cost: dict[str, Any], runs: int, here: dict[str, Any] | None = None) -> list[str]:
