@@ -444,6 +444,12 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument(
         "--force", action="store_true", help="write over files in --out that suite did not write there"
     )
+    plot.add_argument(
+        "--all",
+        action="store_true",
+        help="also the committed evidence sets below --results (folders holding an EVIDENCE file); "
+        "--results naming one such set draws it as it is",
+    )
     plot.set_defaults(func=_lazy("suite.plots", "main"))
 
     report = sub.add_parser("report", help="write results/REPORT.md with tables, figures and commands")

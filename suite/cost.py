@@ -6,13 +6,19 @@ shapes are real, nothing is computed, so a 60M-parameter network is counted in a
 comes from the task's own example data (``Task.example_data``), so conditioning inputs have their real
 shapes. Training FLOPs = examples × FLOPs per example; evaluation is not included.
 
-The planning rate of one H200 is a measured one, for the run's own network where a bench measured it:
-the fastest variant of a committed ``suite bench train`` report (``results/gpu/*/bench/train-*.json``) whose
-network has the same FLOPs per example (within 1%; the same task preferred), e.g. bfashion's `short` U-Net at
-38 TFLOP/s, CIFAR-10's DDPM++ at 242 TFLOP/s under bf16 and torch.compile. Without one, NVlabs/edm's own
-CIFAR-10 training loop stands in (DDPM++, 127 GFLOP per training image, 1667 img/s with its fp16 option on
-one NVIDIA H200, about 212 TFLOP/s achieved): smaller networks use the device less well, so their hours are
-then a lower bound. Each rate is printed with its source.
+The planning rate of one H200 is a measured one, labelled with where it comes from, in this order:
+
+1. the run's own network: the fastest variant of a committed ``suite bench train`` report
+   (``results/gpu/*/bench/train-*.json``) whose network has the same FLOPs per example (within 1%; the same
+   task preferred), e.g. bfashion's `short` U-Net at 38 TFLOP/s, CIFAR-10's DDPM++ at 242 TFLOP/s under
+   bf16 and torch.compile;
+2. else its modality (``Task.modality``): the fastest variant of the bench of a network of the same
+   modality whose FLOPs per example are nearest on a log scale;
+3. else NVlabs/edm's own CIFAR-10 training loop (DDPM++, 127 GFLOP per training image, 1667 img/s with its
+   fp16 option on one NVIDIA H200, about 212 TFLOP/s achieved). For an image network that is its family's
+   published rate; for another modality (DNA, text, points) no rate of its own has been measured, the label
+   says so, and the hours are a lower bound (a small network uses the device less well), until ``suite
+   bench train --task T`` on a GPU measures one.
 
 On this machine, ``measured_here`` times the run's network directly: forward and backward passes of batches
 of 1, 2, 4, … examples until one takes ``MEASURE_S`` (a small network's rate depends on its batch), without
@@ -82,24 +88,51 @@ def flops_per_example(spec: RunSpec) -> float:
 
 
 def planning_rate(gflop_per_example: float, task: str) -> tuple[float, str]:
-    """TFLOP/s of one H200 for a network of ``gflop_per_example`` and where the figure comes from (module
-    docstring): a committed bench of a network of the same FLOPs, else EDM's CIFAR-10 loop."""
-    found: list[tuple[bool, float, str]] = []
+    """TFLOP/s of one H200 for ``task``'s network of ``gflop_per_example`` and where the figure comes from
+    (module docstring): a committed bench of a network of the same FLOPs, else of the task's modality,
+    else EDM's CIFAR-10 loop."""
+    modality = TASKS.get(task).modality
+    exact: list[tuple[bool, float, str]] = []
+    near: list[tuple[float, float, str]] = []
     for path in sorted(BENCH_REPORTS.glob("gpu/*/bench/train-*.json")):
         report = json.loads(path.read_text())
+        same_modality = report["task"] in TASKS.names() and TASKS.get(report["task"]).modality == modality
         for row in report.get("rows", []):
             gflop, tflops = row.get("gflop_per_example"), row.get("tflops")
-            if gflop and tflops and math.isclose(gflop, gflop_per_example, rel_tol=0.01):
-                source = (
-                    f"{tflops:.3g} TFLOP/s (measured: suite bench train of {report['task']} "
-                    f"{report['budget']}, {row['variant']}, on one {report['device_name']}, "
-                    f"{path.relative_to(BENCH_REPORTS.parent)})"
+            if not (gflop and tflops):
+                continue
+            source = (
+                f"suite bench train of {report['task']} {report['budget']}, {row['variant']}, on one "
+                f"{report['device_name']}, {path.relative_to(BENCH_REPORTS.parent)}"
+            )
+            if math.isclose(gflop, gflop_per_example, rel_tol=0.01):
+                exact.append((report["task"] == task, tflops, f"{tflops:.3g} TFLOP/s (measured: {source})"))
+            elif same_modality:
+                distance = abs(math.log(gflop / gflop_per_example))
+                bound = (
+                    "; a smaller network, so a lower bound on its hours" if gflop_per_example < gflop else ""
                 )
-                found.append((report.get("task") == task, tflops, source))
-    if not found:
-        return PLANNING_TFLOPS, f"{PLANNING_RATE}; no bench of this network, so a lower bound on its hours"
-    _, tflops, source = max(found)
-    return tflops, source
+                label = (
+                    f"{tflops:.3g} TFLOP/s (measured for another {modality} network, of {gflop:.3g} "
+                    f"GFLOP/example against this one's {gflop_per_example:.3g}: {source}{bound})"
+                )
+                near.append((-distance, tflops, label))
+    if exact:
+        _, tflops, source = max(exact)
+        return tflops, source
+    if near:
+        _, tflops, source = max(near)
+        return tflops, source
+    if modality == "image":
+        return (
+            PLANNING_TFLOPS,
+            f"{PLANNING_RATE}; no bench of an image network, so a lower bound on its hours",
+        )
+    return PLANNING_TFLOPS, (
+        f"{PLANNING_TFLOPS:.0f} TFLOP/s, the image rate of EDM's CIFAR-10 loop on one H200: no {modality} "
+        f"network benched yet, so a lower bound on its hours (`suite bench train --task {task}` on a GPU "
+        "measures one)"
+    )
 
 
 def planned_cost(spec: RunSpec) -> dict[str, Any]:
@@ -154,10 +187,11 @@ def measured_here(spec: RunSpec) -> dict[str, Any]:
 
 
 def _hours(hours: float) -> str:
-    """ "0.52 h", "3.1 days" beyond 48 h, "12 years" beyond two."""
+    """Hours, "0.52 h" or "3,100 h", with days beyond 48 h and years beyond two: "3,100 h (129 days)"."""
+    text = f"{hours:,.0f} h" if hours >= 100 else f"{hours:.3g} h"
     if hours > 2 * 8766:
-        return f"{hours / 8766:,.0f} years"
-    return f"{hours / 24:,.3g} days" if hours > 48 else f"{hours:,.3g} h"
+        return f"{text} ({hours / 8766:,.0f} years)"
+    return f"{text} ({hours / 24:,.3g} days)" if hours > 48 else text
 
 
 def describe_cost(cost: dict[str, Any], runs: int, here: dict[str, Any] | None = None) -> list[str]:

@@ -21,12 +21,16 @@ for small σ. InfoNoise's learned profile ρ̂ (from its online loss estimate m�
 processed examples, seed mean with the 95% t interval of the mean as its band, with the time-to-target
 crossings), ``*_infonoise-profile``
 (ρ̂ over training as a σ × kimg heat map, beside the CDF-change diagnostic of the adaptive samplers),
-and ``*_pmean-sweep`` (EDM P_mean sweeps: allocation position against time to target).
+and ``*_pmean-sweep`` (EDM P_mean sweeps: allocation position against time to target). ``suite plot``
+draws the user's own runs, as ``suite table`` does: the committed evidence sets below the results folder
+only with ``--all`` (or named as ``--results``).
 
 The quality and sweep figures draw the runs' own protocol (``suite.results``: Karras's grid at the task's
 steps), one value per run and evaluation point, so the std band spans seeds and nothing else. Rows that
 ``suite eval`` re-scored on another grid or step count get their own labelled figure,
-``*_quality-<metric>-<grid>-<steps>steps``.
+``*_quality-<metric>-<grid>-<steps>steps``. A final point that the budget scores another way
+(``budget=paper``: the best of three 50k-sample FIDs after 10k-sample ones) is a marker of its own, off the
+curve, as time to target leaves it out of the curves.
 """
 
 from __future__ import annotations
@@ -64,12 +68,13 @@ from suite.figures import (
 )
 from suite.outputs import guarded_output
 from suite.profile import PosthocProfile, ProfileFn, saved_profile
-from suite.results import by_comparison, find_runs
+from suite.results import by_comparison, evidence_origins, find_runs
 from suite.sampler import build_sampler
 from suite.spec import RunSpec, run_spec
 from suite.statistics import t_band
 from suite.table import (
     base_name,
+    curve_rows,
     final_rows,
     finished,
     is_adaptive,
@@ -353,6 +358,14 @@ def _quality_label(row: pd.Series) -> str:
     )
 
 
+def final_protocol_text(final: pd.DataFrame) -> str:
+    """The protocol of final-protocol rows in words: "50000 samples, best of 3 seed ranges"."""
+    samples = sorted({int(n) for n in pd.to_numeric(final["n_samples"], errors="coerce").dropna()})
+    ranges = sorted({int(e.get("n_ranges", 1)) for e in final["extra"] if isinstance(e, dict)})
+    text = f"{'/'.join(map(str, samples))} samples" if samples else "another protocol"
+    return text + (f", best of {'/'.join(map(str, ranges))} seed ranges" if ranges and ranges != [1] else "")
+
+
 def figure_target(rows: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """``time_to_target`` against the paper's fixed baselines, or against every fixed sampler when none of
     them ran; with the words naming which."""
@@ -362,18 +375,45 @@ def figure_target(rows: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     return time_to_target(rows, targets=None), "best fixed sampler"
 
 
+def _target_words(lines: pd.DataFrame, one_protocol: bool) -> str:
+    """ "final edm", or "edm's last curve" when the final point has a protocol of its own."""
+    name = lines["target_sampler"].iloc[0]
+    return f"final {name}" if one_protocol else f"{name}'s last curve"
+
+
 def plot_quality(rows: pd.DataFrame, title: str, base: Path) -> list[Path]:
+    """Write ``quality_figure`` of ``rows`` to ``base``.png and .pdf."""
+    return save_figure(quality_figure(rows, title), base)
+
+
+def quality_figure(rows: pd.DataFrame, title: str) -> Figure:
     """Quality versus processed examples: mean over seeds with the 95% confidence interval of that mean as
     its band (``suite.statistics.t_interval``; no band with one seed), per sampler.
 
     The horizontal line is the time-to-target target (the best final quality of the paper's fixed baselines,
     else of every fixed sampler; ``figure_target``) and the markers on it are where each seed-mean curve
     first reaches it; a dotted line marks the best final quality of every fixed sampler when it differs.
+    A final point scored with another protocol than the curve (``final_protocol``, ``suite.results``) is
+    not joined to it: it is drawn as a black-edged diamond in the sampler's colour (seed mean), named in
+    the legend by its protocol, and the target and crossings come from the curves alone.
     """
     first = rows.iloc[0]
     styles = style_map(rows["sampler"].unique().tolist())
     fig, ax = new_figure(figsize=(9, 5.6))
-    sns.lineplot(data=rows, x="kimg", y="value", errorbar=t_band, ax=ax, **seaborn_styles(styles))
+    final = rows[rows["final_protocol"].astype(bool)] if "final_protocol" in rows else rows.iloc[:0]
+    curve = curve_rows(rows)
+    sns.lineplot(data=curve, x="kimg", y="value", errorbar=t_band, ax=ax, **seaborn_styles(styles))
+    for number, (sampler, part) in enumerate(final.groupby("sampler", sort=False)):
+        ax.scatter(
+            part["kimg"].mean(),
+            part["value"].mean(),
+            marker="D",
+            s=45,
+            color=styles[sampler].color,
+            edgecolors="black",
+            zorder=6,
+            label=f"final protocol: {final_protocol_text(final)}" if number == 0 else None,
+        )
     target, which = figure_target(rows)
     if not target.empty:
         ax.axhline(
@@ -381,7 +421,7 @@ def plot_quality(rows: pd.DataFrame, title: str, base: Path) -> list[Path]:
             color="0.2",
             lw=1,
             linestyle=(0, (4, 2)),
-            label=f"target: final {target['target_sampler'].iloc[0]} quality ({which})",
+            label=f"target: {_target_words(target, final.empty)} quality ({which})",
         )
         hits = target[target["reached"]]
         ax.scatter(
@@ -400,7 +440,7 @@ def plot_quality(rows: pd.DataFrame, title: str, base: Path) -> list[Path]:
             color="0.5",
             lw=1,
             linestyle=":",
-            label=f"target (all fixed): final {every['target_sampler'].iloc[0]} quality",
+            label=f"target (all fixed): {_target_words(every, final.empty)} quality",
         )
     values = rows["value"]
     if (values > 0).all() and values.max() / values.min() > 10:
@@ -409,11 +449,11 @@ def plot_quality(rows: pd.DataFrame, title: str, base: Path) -> list[Path]:
     ax.set_ylabel(_quality_label(first))
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    several = bool((rows.groupby("sampler")["seed"].nunique() > 1).any()) if "seed" in rows else True
+    several = bool((curve.groupby("sampler")["seed"].nunique() > 1).any()) if "seed" in curve else True
     legend = "sampler (seed mean, band: its 95% CI)" if several else "sampler (1 seed)"
     ax.legend(title=legend, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
-    return save_figure(fig, base)
+    return fig
 
 
 # -- figure 3: InfoNoise's profile over training -----------------------------------------------------
@@ -619,11 +659,26 @@ def _profile_for(
     return cache[key]
 
 
+def evidence_comparisons(results: str | Path) -> dict[Path, str]:
+    """The comparison folders under ``results`` that lie in a committed evidence set, each with its origin
+    (``suite.results.evidence_origins``; ``results`` itself never counts, so a set named as the results
+    folder is read as it is)."""
+    root = Path(results)
+    origins = {folder: runs[0].origin for folder, runs in by_comparison(find_runs(root)).items()}
+    marked = evidence_origins(root, set(origins.values()))
+    return {folder: origin for folder, origin in origins.items() if origin in marked}
+
+
 def write_figures(
-    results: str | Path, profile_fn: ProfileFn | None = None, out: str | Path | None = None
+    results: str | Path,
+    profile_fn: ProfileFn | None = None,
+    out: str | Path | None = None,
+    evidence: bool = True,
 ) -> list[Path]:
     """Write every figure of the runs under ``results`` to ``out`` (default ``<results>/figures/``; another
-    folder leaves ``results`` untouched, so it may be read-only); returns the PNG/PDF paths.
+    folder leaves ``results`` untouched, so it may be read-only); returns the PNG/PDF paths. Without
+    ``evidence`` the comparisons of committed evidence sets below ``results`` are left out
+    (``evidence_comparisons``), as ``suite table`` leaves them out by default.
 
     ``profile_fn(task_cfg, sigma)`` gives the post hoc profile; by default the one ``suite profile`` saved in
     ``<results>/profiles`` (``suite.profile.saved_profile``), so drawing never reads a data set; without
@@ -635,7 +690,10 @@ def write_figures(
     records = load_records(results)
     cache: dict[str, tuple[PosthocProfile | None, str]] = {}
     written: list[Path] = []
+    left_out = {} if evidence else evidence_comparisons(results)
     for folder, runs in discover_runs(results).items():
+        if folder in left_out:
+            continue
         stem = figure_stem(results, folder)
         runs = [r for r in runs if r.info.get("status", "unknown") in ("done", "unknown")] or runs
         first = runs[0]
@@ -679,11 +737,17 @@ def write_figures(
 
 def main(args: argparse.Namespace) -> int:
     """``suite plot``: write the figures of ``args.results`` (to ``args.out`` when given) and list them."""
+    everything = bool(getattr(args, "all", False))
     with guarded_output(getattr(args, "out", None), getattr(args, "force", False)):
-        written = write_figures(args.results, out=getattr(args, "out", None))
+        written = write_figures(args.results, out=getattr(args, "out", None), evidence=everything)
+    left = {} if everything else evidence_comparisons(args.results)
+    sets = ", ".join(sorted({str(Path(args.results) / origin) for origin in left.values()}))
+    left_out = f" (left out: committed evidence {sets}; `suite plot --all` adds it)" if sets else ""
     if not written:
-        print(f"no runs with records under {args.results}")
+        print(f"error: no runs with records under {args.results}{left_out}", file=sys.stderr)
         return 1
     for path in written:
         print(f"wrote {path}")
+    if sets:
+        print(f"Left out: committed evidence {sets}; `suite plot --all` adds it.")
     return 0

@@ -431,7 +431,11 @@ class RunDirectory:
         except (ValueError, RecursionError):  # not UTF-8, not JSON, or past Python's int-string limit
             info = None
         if not isinstance(info, dict):
-            warnings.warn(f"{self.run_json} is not a JSON object; the run counts as unrecorded", stacklevel=2)
+            warnings.warn(
+                f"{self.run_json} is not a JSON object; the run counts as unrecorded (re-run its launch "
+                "command to resume it and record it again)",
+                stacklevel=2,
+            )
             return {}
         return info
 

@@ -14,6 +14,12 @@ own-protocol rows carry "". Rows written before rows recorded their steps get th
 (Heun: N = (NFE + 1)/2, Euler: N = NFE; ``suite.solvers.nfe``), or else are read as the run's own; rows
 without a grid were on Karras's grid. A run without ``config.yaml`` takes the steps of its first row as its
 own: the training loop writes that row, since ``suite eval`` re-scores only finished runs.
+Final protocol. A budget may score the last evaluation point another way than the curve before it
+(``budget=paper``: the minimum FID over three ranges of 50k samples, EDM's protocol, after 10k-sample FIDs;
+``suite.evaluation``). Such a row carries ``final_protocol`` True: an own-protocol row at its run's last
+evaluation point of the metric that is the best of several seed ranges (``extra.n_ranges`` > 1) or was
+scored on another number of samples than the run's first own-protocol row of the metric. Time to target
+reads the curves without these points (``suite.table``), the figures mark them apart (``suite.plots``).
 Records incomplete. A ``done`` run whose records stop short is flagged with the reason
 (:attr:`RunRecord.records_incomplete`, the ``records_incomplete`` column), so that every view shows it
 instead of averaging it in silently: records.jsonl or stats.jsonl hold lines that are not records (a torn
@@ -245,8 +251,24 @@ def records_frame(results: str | Path) -> pd.DataFrame:
     df["data_key"] = np.where(df["stand_in_data"].astype(bool), df["data"].astype(object), "")
     steps_of = {str(run.path): own_steps(run) for run in runs}
     df = with_protocol(df, steps_of, {str(run.path): own_guidance(run) for run in runs})
+    df = df.assign(final_protocol=final_protocol(df))
     df.attrs["records_incomplete"] = incomplete
     return df
+
+
+def final_protocol(df: pd.DataFrame) -> pd.Series:
+    """Per row, whether it is a final-protocol point (module docstring)."""
+    if df.empty:
+        return pd.Series(dtype=bool)
+    own = df["protocol"] == ""
+    ranges = df["extra"].map(lambda e: e.get("n_ranges", 1) if isinstance(e, dict) else 1).astype(float)
+    samples = pd.to_numeric(df["n_samples"], errors="coerce")
+    group = [df["run_dir"], df["metric"]]
+    kimg = df["kimg"].where(own)
+    last = kimg == kimg.groupby(group).transform("max")
+    first = samples.where(kimg == kimg.groupby(group).transform("min")).groupby(group).transform("first")
+    other_samples = samples.notna() & first.notna() & (samples != first)
+    return own & last & ((ranges > 1) | other_samples)
 
 
 def own_steps(run: RunRecord) -> float:

@@ -28,7 +28,8 @@ on g = logit, the rest on g = identity; every number is reported back in the met
   the ratio of geometric means e^m (paired differences of logs) times the target's geometric mean, minus
   it. On lognormal seeds the t interval on the logs is exact, where one on raw FIDs is not.
 * Time-to-target ratio of pair k, r_k = k*(T_k, q_k)/k*(S_k, q_k) (``suite.table.pair_log_ratios``; q_k
-  the target's seed-k final value). A sampler that never reaches q_k within its run is right-censored at
+  the target's seed-k final value on the curves' protocol: ``suite.table.curve_rows``, a final point
+  scored another way left out). A sampler that never reaches q_k within its run is right-censored at
   its last evaluation L_k, so ln r_k ≤ ln k*(T_k) − ln L_k is left-censored, never dropped. ln r_k ~ N(μ,
   σ²) with a censored-data normal likelihood (Tobit 1958; an accelerated-failure-time model with one
   group): uncensored pairs contribute ln φ((y−μ)/σ) − ln σ, censored ones ln Φ((c−μ)/σ). The speed-up is
@@ -57,7 +58,8 @@ from an upper confidence bound of the pilot's standard deviation, s·√((n−1)
 planning from s itself falls short of the nominal power on average; from the 80% upper bound the mean
 power is ≥ 0.8 (``suite bench statistics``, seed-plan table in docs/statistics.md).
 The smallest n whose power P(|T| > t_{1−α/2, n−1}), T ~ noncentral t(n − 1, D·√n/s), reaches 1 − β is
-R's ``power.t.test(type = "paired", strict = TRUE)`` rounded up (D = s: 10 seeds at power 0.8).
+R's ``power.t.test(type = "paired", strict = TRUE)`` rounded up (D = s: 10 seeds at power 0.8); the power
+is statsmodels' ``TTestPower``, searched over whole n (its own solver returns NaN where n falls below 2).
 
 Columns of ``comparison_intervals``: ``row``, the row keys, ``sampler``, ``target_sampler``, ``method``
 ("declared" | "holm"), ``baselines`` (m, the comparisons Holm adjusts over; 1 when declared), ``scale``,
@@ -86,6 +88,7 @@ from suite.table import (
     NO_ROWS,
     ROW_KEYS,
     TARGET_BASELINES,
+    curve_rows,
     final_rows,
     finished,
     format_value,
@@ -334,12 +337,14 @@ def censored_ratio_interval(
 # -- sample size -------------------------------------------------------------------------------------
 def paired_t_power(n: int, difference: float, spread: float, confidence: float = CONFIDENCE) -> float:
     """Power of the two-sided paired t test with n pairs: P(|T| > t_{(1+c)/2, n−1}) with T noncentral t
-    of n − 1 degrees of freedom and noncentrality difference·√n/spread."""
-    df, shift = n - 1, abs(difference) * math.sqrt(n) / spread
-    critical = stats.t.ppf((1.0 + confidence) / 2.0, df)
-    power = float(stats.nct.sf(critical, df, shift) + stats.nct.cdf(-critical, df, shift))
-    if math.isnan(power) and shift > critical:  # scipy's nct gives NaN far in the tail, where power is 1
-        return 1.0
+    of n − 1 degrees of freedom and noncentrality difference·√n/spread (statsmodels' ``TTestPower``, both
+    tails counted)."""
+    from statsmodels.stats.power import TTestPower
+
+    effect = abs(difference) / spread
+    power = float(TTestPower().power(effect, n, 1.0 - confidence, alternative="two-sided"))
+    if math.isnan(power) and effect * math.sqrt(n) > stats.t.ppf((1.0 + confidence) / 2.0, n - 1):
+        return 1.0  # the noncentral t gives NaN far in the tail, where the power is 1
     return power
 
 
@@ -433,7 +438,7 @@ def comparison_intervals(
     rows = with_row_labels(finished(df, budget))
     if rows.empty:
         return pd.DataFrame(columns=INTERVAL_COLUMNS)
-    final = final_rows(rows)
+    final, curves = final_rows(rows), curve_rows(rows)
     method = target_method(declared)
     lines = []
     for _, part in final.groupby(ROW_KEYS, sort=False, dropna=False):
@@ -443,7 +448,7 @@ def comparison_intervals(
         finals = _seed_finals(part)
         names = dict(zip(part["sampler"].astype(str), part["sampler_name"].astype(str), strict=True))
         baselines = _baselines(finals, names, targets, declared)
-        evaluations = rows[same_row(rows, first)]
+        evaluations = curves[same_row(curves, first)]
         for sampler in sampler_order(list(finals)):
             base = {
                 "row": first["row"],

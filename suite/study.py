@@ -265,14 +265,15 @@ def grid_runs(rows: list[StudyRow]) -> list[PlannedRun]:
 
 def describe_cost(rows: list[StudyRow]) -> str:
     """Planned training cost per task row and in total: ``planned_cost`` of one run of each comparison,
-    times that comparison's runs."""
+    times that comparison's runs; each row names its planning rate by a number, the rates listed below
+    (``suite.cost.planning_rate``: a bench of the same network, else of its modality, else EDM's)."""
     from suite.cost import planned_cost
 
     lines = [
         f"  {'task':<14} {'runs':>5} {'GFLOP/example':>14} {'examples/run':>14} {'device-h/run':>13} "
-        f"{'device-hours':>13}"
+        f"{'device-hours':>13}  rate"
     ]
-    total_hours, total_runs, rate = 0.0, 0, ""
+    total_hours, total_runs, rates = 0.0, 0, []
     for row in rows:
         comparisons: dict[Path, list[PlannedRun]] = {}
         for run in row.runs:
@@ -280,18 +281,23 @@ def describe_cost(rows: list[StudyRow]) -> str:
         for members in comparisons.values():
             cost = planned_cost(members[0].spec)
             hours = cost["device_hours"] * len(members)
-            rate = cost["rate"]
+            if cost["rate"] not in rates:
+                rates.append(cost["rate"])
             label = (
                 row.task if len(comparisons) == 1 else f"{row.task} [{members[0].run_dir.parent.parent.name}]"
             )
             lines.append(
                 f"  {label:<14} {len(members):>5} {cost['gflop_per_example']:>14.4g} "
-                f"{cost['examples']:>14,.0f} {cost['device_hours']:>13.3g} {hours:>13.3g}"
+                f"{cost['examples']:>14,.0f} {cost['device_hours']:>13.3g} {hours:>13.3g}  "
+                f"[{rates.index(cost['rate']) + 1}]"
             )
             total_hours += hours
             total_runs += len(members)
     lines.append(f"  {'total':<14} {total_runs:>5} {'':>14} {'':>14} {'':>13} {total_hours:>13.3g}")
-    return "\n".join([f"planned cost (training only, evaluation not included) at {rate}:", *lines])
+    notes = [f"  [{number}] {rate}" for number, rate in enumerate(rates, start=1)]
+    return "\n".join(
+        ["planned cost (training only, evaluation not included) at each row's rate:", *lines, *notes]
+    )
 
 
 def describe_study(study: Study) -> str:

@@ -4,6 +4,7 @@ differences of the others; and each mistake of the walk gets one error line and 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,7 @@ def test_a_cpu_short_dry_run_gives_hours_on_this_machine_and_warns(tmp_path, cap
     )
     assert code == 0, err
     (here,) = [line for line in out.splitlines() if line.startswith("planned wall time on this machine")]
-    assert " per run at " in here and "measured now" in here and (" h " in here or " days " in here)
+    assert " per run at " in here and "measured now" in here and re.search(r": [\d,.e+-]+ h[ ,]", here)
     assert any(line.startswith("warning: these 1 run(s) would take ") for line in out.splitlines())
     cost = next(line for line in out.splitlines() if line.startswith("planned cost per run:"))
     assert "measured: suite bench train of" in cost  # fashion's short network has a committed H200 bench
@@ -121,3 +122,23 @@ def test_a_rescore_much_worse_than_the_own_grid_at_the_same_snapshot_is_flagged(
     assert grid_warning({**own, "value": 2.8}, recorded) is None  # the own grid is not compared with itself
     mauve = {**infogrid, "metric": "mauve", "higher_is_better": True, "value": 0.1}
     assert grid_warning(mauve, [{**own, "metric": "mauve", "value": 0.9}]).startswith("warning: mauve 0.1")
+
+
+def test_the_planning_rate_says_where_it_comes_from_for_each_modality():
+    """CIFAR-10's `paper` DDPM++ has a committed H200 bench; a smaller image network takes the nearest image
+    bench, said to be another network; DNA, text and points have none and say that theirs is borrowed."""
+    from suite.cost import planning_rate
+
+    tflops, label = planning_rate(127.3, "cifar10")
+    assert tflops > 200 and label.startswith(
+        f"{tflops:.3g} TFLOP/s (measured: suite bench train of cifar10 paper"
+    )
+    tflops, label = planning_rate(2.0, "cifar10")
+    assert "(measured for another image network, of 7.59 GFLOP/example against this one's 2:" in label
+    assert label.endswith("a smaller network, so a lower bound on its hours)")
+    for task, modality in (("dna", "sequence"), ("owt", "text"), ("ring2d", "points")):
+        tflops, label = planning_rate(1.0, task)
+        assert label.startswith(
+            f"212 TFLOP/s, the image rate of EDM's CIFAR-10 loop on one H200: no {modality}"
+        )
+        assert f"`suite bench train --task {task}` on a GPU measures one" in label

@@ -12,7 +12,7 @@ import torch
 from omegaconf import OmegaConf
 from plugins.mog2d import CONF as MOG2D_CONF
 from plugins.mog2d import MixtureOfGaussians
-from test_table import rescore, write_run
+from test_table import final_protocol_run, rescore, write_run
 
 from suite.config import compose_run, to_dict
 from suite.plots import (
@@ -22,6 +22,7 @@ from suite.plots import (
     figure_target,
     plot_alignment,
     plot_sampler_densities,
+    quality_figure,
     registered_densities,
     write_figures,
 )
@@ -336,3 +337,34 @@ def test_each_sampler_keeps_its_colour_whichever_others_a_figure_draws():
             if label in everything:
                 assert styles[label].color == everything[label].color
     assert len({s.color for s in everything.values()}) == 9
+
+
+def test_plot_draws_the_users_runs_and_brings_in_committed_evidence_only_with_all(tmp_path: Path, capsys):
+    import suite.plots
+
+    write_run(tmp_path, "bfashion", "edm", 0, [(1.0, 9.0), (2.0, 4.0)], budget="demo")
+    write_run(tmp_path, "bfashion", "edm", 0, [(1.0, 8.0), (2.0, 3.0)], origin="cpu-smoke")
+    (tmp_path / "cpu-smoke" / "EVIDENCE").write_text("committed\n")
+    assert suite.plots.main(argparse.Namespace(results=str(tmp_path), all=False)) == 0
+    out = capsys.readouterr().out.splitlines()
+    names = {Path(line.removeprefix("wrote ")).name for line in out if line.startswith("wrote ")}
+    assert names == {"bfashion-demo-aaaa000000_quality-fid.png", "bfashion-demo-aaaa000000_quality-fid.pdf"}
+    assert out[-1] == f"Left out: committed evidence {tmp_path / 'cpu-smoke'}; `suite plot --all` adds it."
+    assert suite.plots.main(argparse.Namespace(results=str(tmp_path), all=True)) == 0
+    out = capsys.readouterr().out
+    assert "cpu-smoke_bfashion-smoke-aaaa000000_quality-fid.png" in out and "Left out" not in out
+
+
+def test_the_final_protocol_point_is_drawn_apart_from_the_curve_and_named_in_the_legend(tmp_path: Path):
+    from suite.table import load_records
+
+    final_protocol_run(tmp_path, "edm", 0, [30.0, 20.0, 10.0], 4.0)
+    final_protocol_run(tmp_path, "infonoise", 0, [24.0, 13.0, 5.0], 3.0)
+    ax = quality_figure(load_records(tmp_path), "cifar10 · paper").axes[0]
+    curves = [line for line in ax.get_lines() if len(line.get_xdata()) > 2]
+    assert curves and all(max(line.get_xdata()) == 40.0 for line in curves)
+    diamonds = {tuple(c.get_offsets()[0]) for c in ax.collections if len(c.get_offsets()) == 1}
+    assert {(80.0, 4.0), (80.0, 3.0)} <= diamonds
+    labels = ax.get_legend_handles_labels()[1]
+    assert "final protocol: 50000 samples, best of 3 seed ranges" in labels
+    assert "target: edm's last curve quality (best of the paper's fixed baselines)" in labels

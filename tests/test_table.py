@@ -637,6 +637,48 @@ def test_rescored_rows_are_labelled_rows_of_their_own_and_leave_the_own_rows_unc
     assert cell_value(table, "cifar10 (re-scored: Karras, 8 steps)", "target (all fixed)") == "edm: 30.00"
 
 
+def final_protocol_run(root: Path, sampler: str, seed: int, curve: list[float], final: float) -> Path:
+    """A ``budget=paper``-like run: 10k-sample FIDs ``curve`` at kimg 10, 20, 40, then at kimg 80 the minimum
+    FID ``final`` over three ranges of 50k samples, as ``suite.evaluation`` records it."""
+    points = [*zip([10.0, 20.0, 40.0], curve, strict=True), (80.0, final)]
+    run = write_run(root, "cifar10", sampler, seed, points, budget="paper", samples=10_000)
+    rows = read_jsonl(run / "records.jsonl")
+    ranges = {"range_values": [final, final + 0.1, final + 0.2], "n_ranges": 3}
+    rows[-1] |= {"n_samples": 50_000, "extra": ranges}
+    write_jsonl(run / "records.jsonl", rows)
+    return run
+
+
+def test_time_to_target_reads_the_curves_protocol_and_leaves_the_final_protocol_point_out(tmp_path: Path):
+    """EDM's 10k-sample curve ends at 10 (kimg 40), its 50k final at 4; InfoNoise's seed curves cross 10
+    between kimg 20 and 40 and its 50k finals (3, 3.5) lie below EDM's. Mixing protocols would make 4 the
+    target, which no 10k-sample point reaches; on one protocol the target is EDM's 10 at kimg 40."""
+    final_protocol_run(tmp_path, "edm", 0, [30.0, 20.0, 10.0], 4.0)
+    final_protocol_run(tmp_path, "edm", 1, [30.0, 20.0, 10.0], 4.0)
+    final_protocol_run(tmp_path, "infonoise", 0, [24.0, 13.0, 5.0], 3.0)
+    final_protocol_run(tmp_path, "infonoise", 1, [26.0, 15.0, 7.0], 3.5)
+    records = load_records(tmp_path)
+    assert records.loc[records["final_protocol"], "kimg"].tolist() == [80.0] * 4
+    assert final_rows(records).groupby("sampler")["value"].mean().to_dict() == {"edm": 4.0, "infonoise": 3.25}
+    lines = time_to_target(records).set_index("sampler")
+    assert lines.loc["edm", "target"] == 10.0 and lines.loc["edm", "target_kimg"] == pytest.approx(40.0)
+    info = cross(20, 40, 14, 6, 10)
+    assert lines.loc["infonoise", "kimg_to_target"] == pytest.approx(info)
+    pairs = [40.0 / cross(20, 40, 13, 5, 10), 40.0 / cross(20, 40, 15, 7, 10)]
+    assert lines.loc["infonoise", "pair_mean"] == pytest.approx(np.mean(pairs))
+    from suite.statistics import comparison_intervals
+
+    ratio = comparison_intervals(records).set_index("sampler").loc["infonoise", "ratio"]
+    assert ratio.estimate == pytest.approx(math.exp(np.mean(np.log(pairs))))
+
+
+def test_a_rescored_or_single_protocol_point_is_never_a_final_protocol_point(crossing: Path):
+    run = next(p.parent for p in crossing.rglob("records.jsonl") if p.parent.parent.name == "edm")
+    rescore(run, "infogrid", 15, {40.0: 3.0})
+    records = load_records(crossing)
+    assert not records["final_protocol"].any()
+
+
 def render_tables(records, fmt: str) -> str:
     return render(comparison_table(records), fmt, "comparison") + render(
         time_to_target_table(records), fmt, "target"
