@@ -253,6 +253,7 @@ def records_frame(results: str | Path) -> pd.DataFrame:
     df = with_protocol(df, steps_of, {str(run.path): own_guidance(run) for run in runs})
     df = df.assign(final_protocol=final_protocol(df))
     df.attrs["records_incomplete"] = incomplete
+    df.attrs["damaged"] = [str(run.path) for run in runs if run.damaged]
     return df
 
 

@@ -131,7 +131,10 @@ def resolve_samplers(spec: str) -> list[str]:
     names = list(dict.fromkeys(given))
     for name in names:
         if given.count(name) > 1:
-            print(f"note: sampler {name} given {given.count(name)} times; planned once", file=sys.stderr)
+            raise ValueError(
+                f"sampler {name} is named {given.count(name)} times in --sampler {spec}; "
+                "name each sampler once"
+            )
     registered = set(SAMPLERS.names())
     for name in names:
         if name not in configured or name not in registered:

@@ -255,4 +255,4 @@ def main(args: argparse.Namespace) -> int:
     print(table.to_string(index=False))
     counts = Counter(table["status"])
     print(f"{len(table)} run(s): " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
-    return 0
+    return 1 if counts[DAMAGED] else 0

@@ -65,6 +65,7 @@ def main(args: argparse.Namespace) -> int:
         check_choice(budget, group_options("budget"), "budget")
     folders = list(getattr(args, "folders", None) or [args.results])
     df, left_out = load_own(folders, bool(getattr(args, "all", False)))
+    ok = 1 if df.attrs["damaged"] else 0  # a damaged run.json (reported when read) is left out, and fails
     declared = None
     if getattr(args, "study", None):
         from suite.study import load_study, restrict_to_study
@@ -109,13 +110,13 @@ def main(args: argparse.Namespace) -> int:
             [f"Left out: committed evidence {left_out}; `suite table --all` adds it."] if left_out else []
         )
         render_summary(blocks, notes.texts, footer)
-        return 0
+        return ok
     if samplers is not None:
         df = df[df["sampler"].isin(samplers)]
     if fmt in LONG_FORMATS:
         print(render_long(long_table(df, budget, load_published(args.results)), fmt), end="")
         print(incomplete_note(df, "csv"), end="", file=sys.stderr)
-        return 0
+        return ok
     caption = comparison_caption(df, budget) + floor_caption(df, budget)
     print(render(comparison_table(df, budget, load_published(args.results)), fmt, caption))
     caption = target_caption(targets, declared)
@@ -125,18 +126,19 @@ def main(args: argparse.Namespace) -> int:
     print(render(statistics, fmt, statistics_caption(declared, scales)))
     print(incomplete_note(df, fmt), end="")
     print(budget_notes(df, budget, fmt), end="")
-    return 0
+    return ok
 
 
 def load_own(folders: list[str], everything: bool) -> tuple[pd.DataFrame, str]:
     """The records under ``folders``, without the runs of committed evidence sets below them unless
     ``everything``; and the sets left out, as "results/cpu-smoke, results/gpu/…" ("" when none)."""
-    frames, incomplete, left = [], {}, []
+    frames, incomplete, left, damaged = [], {}, [], []
     for folder in folders:
         if Path(folder).is_file():
             raise ValueError(f"{folder} is a file; give a results folder (the one holding runs/)")
         df = load_records(folder)
         runs = df.attrs.get("records_incomplete", {})
+        damaged += df.attrs.get("damaged", [])
         if not everything and not df.empty:
             marked = sorted(evidence_origins(folder, set(df["origin"].dropna())))
             sets = [Path(folder) / origin for origin in marked]
@@ -149,6 +151,7 @@ def load_own(folders: list[str], everything: bool) -> tuple[pd.DataFrame, str]:
         incomplete |= runs
     df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].copy()
     df.attrs["records_incomplete"] = incomplete
+    df.attrs["damaged"] = damaged
     return df, ", ".join(left)
 
 

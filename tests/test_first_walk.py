@@ -49,9 +49,14 @@ def test_a_cpu_short_dry_run_gives_hours_on_this_machine_and_warns(tmp_path, cap
 def test_the_dry_run_prints_one_config_and_the_differences_of_the_others(tmp_path, capsys, fashion_root):
     args = fashion_args(tmp_path / "r", fashion_root, "--dry-run", "budget.kimg=0.256")
     args[args.index("edm")] = "edm,cos,edm"
+    code, _, err = launch(capsys, *args)
+    assert (
+        code == 2
+        and err == "error: sampler edm is named 2 times in --sampler edm,cos,edm; name each sampler once\n"
+    )
+    args[args.index("edm,cos,edm")] = "edm,cos"
     code, out, err = launch(capsys, *args)
     assert code == 0, err
-    assert err == "note: sampler edm given 2 times; planned once\n"
     assert out.count("# config of ") == 1 and "2 run(s):" in out
     assert "#   fashion/smoke/cos/seed0: sampler=cos (its config)\n" in out
 

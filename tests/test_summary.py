@@ -137,9 +137,9 @@ def test_a_damaged_run_json_is_the_same_run_to_status_and_table(tmp_path: Path, 
     write_run(root, "bfashion", "cos", 0, [(1.6, 20.0)], budget="demo")
     (edm / "run.json").write_text("{damaged")
     with pytest.warns(UserWarning, match="is not a JSON object"):
-        assert main(["status", "--results", str(root)]) == 0
+        assert main(["status", "--results", str(root)]) == 1
         status = capsys.readouterr().out
-        assert main(["table", "--results", str(root)]) == 0
+        assert main(["table", "--results", str(root)]) == 1
     (edm_line,) = [line for line in status.splitlines() if " edm " in line]
     assert "run.json damaged" in edm_line and "re-run the launch command" in edm_line
     table = capsys.readouterr().out
