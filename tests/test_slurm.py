@@ -9,8 +9,7 @@ or let the session start (and purge) one: ``SUITE_TEST_SLURM=1 .venv/bin/pytest 
 The tests marked ``slurm`` submit tiny runs on generated IDX data through the CLI. Their jobs import the test
 feature extractor ``rand-test`` through ``SUITE_PLUGINS=fid_extractor`` with ``tests/`` on ``PYTHONPATH``
 (see ``suite.slurm``). Every wait polls against a deadline, and each test has its own pytest-timeout. The
-wiring that needs no cluster (sbatch files against golden ones, profiles, chunking, SLURM's answers read
-from recorded text) is tested in tests/unit/test_slurm_wiring.py.
+unmarked tests at the end check the pure helpers (chunking, profiles, sacct parsing) without a cluster.
 """
 
 from __future__ import annotations
@@ -32,8 +31,16 @@ from suite.cli import build_parser
 from suite.config import group_options
 from suite.records import read_json, read_jsonl
 from suite.runner import plan_runs
-from suite.slurm import max_array_size, submit
-from suite.status import ENDED_STATES, collect, sacct_states
+from suite.slurm import (
+    DEFAULT_MAX_ARRAY_SIZE,
+    Resources,
+    chunked,
+    executor_parameters,
+    load_profile,
+    max_array_size,
+    submit,
+)
+from suite.status import ENDED_STATES, collect, effective_status, last_error_line, parse_sacct, sacct_states
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -436,3 +443,84 @@ def test_a_preempted_and_requeued_run_shows_as_running_then_finishes(preempting_
     assert final["status"] == "done"
     assert read_json(run_dir / "run.json")["resumed_from_kimg"] > 0
     assert [r["kimg"] for r in read_jsonl(run_dir / "records.jsonl")] == [0.8, 1.6]
+
+
+# --- pure helpers (no cluster) ---
+
+
+def test_chunked_splits_at_the_max_array_size():
+    assert chunked(list(range(8)), 4) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert chunked(list(range(9)), 4) == [[0, 1, 2, 3], [4, 5, 6, 7], [8]]
+    assert chunked(list(range(8)), DEFAULT_MAX_ARRAY_SIZE) == [list(range(8))]
+    with pytest.raises(ValueError):
+        chunked([1], 0)
+
+
+def test_max_array_size_falls_back_without_scontrol(monkeypatch, tmp_path):
+    # (A SLURM_CONF naming a missing file would do too, but scontrol retries that for 60 s.)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert max_array_size() == DEFAULT_MAX_ARRAY_SIZE
+
+
+def test_profiles_resolve_defaults_modality_task_and_flags():
+    local = load_profile("local").resources("bfashion", "image")
+    assert (local.gpus_per_run, local.cpus_per_task, local.partition) == (0, 1, None)
+    gpu = load_profile("example-gpu")
+    assert gpu.resources("bfashion", "image") == Resources("gpu", 1, 8, 48, 1440, 32, 300, 20)
+    assert gpu.resources("fashion", "image").gpus_per_run == 2
+    assert gpu.resources("bmnist", "image").time_min == 240
+    flags = gpu.resources("bmnist", "image", {"time_min": 30, "partition": "short", "gpus_per_run": None})
+    assert (flags.time_min, flags.partition, flags.gpus_per_run) == (30, "short", 1)
+
+
+def test_profile_errors_name_the_problem(tmp_path):
+    with pytest.raises(ValueError, match="unknown cluster profile 'nope'"):
+        load_profile("nope")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("defaults:\n  gpus: 1\n")
+    with pytest.raises(ValueError, match="unknown key"):
+        load_profile(str(bad))
+    with pytest.raises(ValueError, match="cpus_per_task"):
+        Resources(cpus_per_task=0)
+
+
+def test_executor_parameters_give_one_task_per_gpu():
+    gpu = load_profile("example-gpu")
+    params = executor_parameters("fashion", gpu.resources("fashion", "image"), gpu)
+    assert (params["tasks_per_node"], params["gpus_per_node"], params["nodes"]) == (2, 2, 1)
+    assert params["slurm_additional_parameters"] == {"account": "my-project", "requeue": True}
+    assert params["slurm_partition"] == "gpu" and params["slurm_signal_delay_s"] == 300
+    local = load_profile("local")
+    params = executor_parameters("bfashion", local.resources("bfashion", "image"), local)
+    assert params["tasks_per_node"] == 1 and "gpus_per_node" not in params and "slurm_partition" not in params
+
+
+def test_parse_sacct_expands_pending_array_ranges():
+    text = "12_0|COMPLETED\n12_[1-3,5%2]|PENDING\n13|CANCELLED by 0\n14_4|RUNNING\n"
+    assert parse_sacct(text) == {
+        "12_0": "COMPLETED",
+        "12_1": "PENDING",
+        "12_2": "PENDING",
+        "12_3": "PENDING",
+        "12_5": "PENDING",
+        "13": "CANCELLED",
+        "14_4": "RUNNING",
+    }
+
+
+def test_last_error_line_skips_sruns_own_lines(tmp_path):
+    log = tmp_path / "job_log.err"
+    log.write_text(
+        "Traceback (most recent call last):\n  File 'x'\nValueError: bad\n"
+        "srun: error: localhost: task 0: Exited with exit code 1\n\n"
+    )
+    assert last_error_line(log) == "ValueError: bad"
+    assert last_error_line(tmp_path / "missing.err") == ""
+
+
+def test_stale_records_are_corrected_by_the_job_state():
+    assert effective_status("running", "OUT_OF_MEMORY") == "failed"
+    assert effective_status("pending", "FAILED") == "failed"
+    assert effective_status("pending", "RUNNING") == "running"
+    assert effective_status("interrupted", "PENDING") == "interrupted"
+    assert effective_status("done", "CANCELLED") == "done"
