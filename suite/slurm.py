@@ -63,6 +63,8 @@ from suite.registry import import_plugins
 from suite.stopping import EXIT_INTERRUPTED, Interrupted, stop_requests
 
 if TYPE_CHECKING:  # the runner imports torch; `suite status` only needs the helpers here
+    import submitit
+
     from suite.runner import PlannedRun
 
 PROFILE_DIR = Path(__file__).resolve().parent.parent / "slurm" / "profiles"
@@ -198,7 +200,11 @@ def slurm_command(*args: str, timeout: float = 60) -> subprocess.CompletedProces
 def max_array_size() -> int:
     """The cluster's MaxArraySize (largest array index + 1) from ``scontrol show config``; else 1001."""
     out = slurm_command("scontrol", "show", "config", timeout=30)
-    text = out.stdout if out and out.returncode == 0 else ""
+    return parse_max_array_size(out.stdout if out and out.returncode == 0 else "")
+
+
+def parse_max_array_size(text: str) -> int:
+    """MaxArraySize from the text of ``scontrol show config``; 1001 when it is absent or 0."""
     match = re.search(r"^MaxArraySize\s*=\s*(\d+)", text, re.MULTILINE)
     return int(match.group(1)) if match and int(match.group(1)) > 0 else DEFAULT_MAX_ARRAY_SIZE
 
@@ -342,6 +348,23 @@ def describe_arrays(runs: Sequence[PlannedRun], args: argparse.Namespace) -> str
     return "\n".join(lines)
 
 
+def log_folder(results: str | Path) -> Path:
+    """Where the jobs of a results folder keep their pickles and logs (a folder per array under it)."""
+    return Path(results).resolve() / "slurm"
+
+
+def array_executor(
+    results: str | Path, task: str, resources: Resources, profile: Profile, runs_per_task: int = 1
+) -> submitit.AutoExecutor:
+    """The submitit executor that submits one job array of :func:`array_plan` (its sbatch options from
+    :func:`executor_parameters`, its files under :func:`log_folder`)."""
+    import submitit
+
+    executor = submitit.AutoExecutor(folder=log_folder(results) / "%j", cluster="slurm")
+    executor.update_parameters(**executor_parameters(task, resources, profile, runs_per_task))
+    return executor
+
+
 def submit(runs: Sequence[PlannedRun], args: argparse.Namespace) -> int:
     """Submit the unfinished ``runs`` as job arrays and return at once, printing the job ids."""
     import submitit
@@ -356,11 +379,9 @@ def submit(runs: Sequence[PlannedRun], args: argparse.Namespace) -> int:
         print(f"nothing to submit: all {len(runs)} run(s) are done or queued")
         return 0
     plan = array_plan(todo, profile, overrides, max_array_size(), per_task)
-    folder = Path(args.results).resolve() / "slurm" / "%j"
     submitted = 0
     for task, resources, packs in plan:
-        executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
-        executor.update_parameters(**executor_parameters(task, resources, profile, per_task))
+        executor = array_executor(args.results, task, resources, profile, per_task)
         requeues = [resources.max_requeues] * len(packs)
         try:
             if per_task == 1:
@@ -394,7 +415,7 @@ def submit(runs: Sequence[PlannedRun], args: argparse.Namespace) -> int:
             print(f"  {job.job_id:<12} {run.label}")
         submitted += len(members)
     print(
-        f"{submitted} run(s) submitted, {skipped} skipped; logs in {folder.parent}; "
+        f"{submitted} run(s) submitted, {skipped} skipped; logs in {log_folder(args.results)}; "
         f"see `suite status --results {args.results}`"
     )
     return 0
@@ -406,8 +427,24 @@ def submit(runs: Sequence[PlannedRun], args: argparse.Namespace) -> int:
 def _job_state(job_id: str) -> str | None:
     """SLURM's JobState of ``job_id`` (e.g. RUNNING, COMPLETING), None when scontrol fails."""
     out = slurm_command("scontrol", "show", "job", "-o", job_id)
-    match = re.search(r"\bJobState=(\S+)", out.stdout) if out and out.returncode == 0 else None
+    return parse_job_state(out.stdout) if out and out.returncode == 0 else None
+
+
+def parse_job_state(text: str) -> str | None:
+    """The JobState field of ``scontrol show job -o`` (one line per job), None when there is none."""
+    match = re.search(r"\bJobState=(\S+)", text)
     return match.group(1) if match else None
+
+
+def requeue_refusal(job_id: str, state: str | None, restarts: int, max_requeues: int) -> str | None:
+    """Why a job stopped on a signal must not requeue itself (None: it must): SLURM ends a job that is no
+    longer RUNNING and decides on its own whether it runs again; a job requeues itself at most
+    ``max_requeues`` times (``SLURM_RESTART_COUNT``)."""
+    if state != "RUNNING":
+        return f"job {job_id} is {state or 'in an unknown state'}: SLURM decides whether it runs again"
+    if restarts >= max_requeues:
+        return f"job {job_id} has been restarted {restarts} times (max_requeues={max_requeues}): not requeued"
+    return None
 
 
 def requeue_after_interrupt(max_requeues: int) -> str:
@@ -415,12 +452,10 @@ def requeue_after_interrupt(max_requeues: int) -> str:
     job_id = os.environ.get("SLURM_JOB_ID")
     if not job_id:
         return "not in a SLURM job: not requeued"
-    state = _job_state(job_id)
-    if state != "RUNNING":
-        return f"job {job_id} is {state or 'in an unknown state'}: SLURM decides whether it runs again"
     restarts = int(os.environ.get("SLURM_RESTART_COUNT", "0"))
-    if restarts >= max_requeues:
-        return f"job {job_id} has been restarted {restarts} times (max_requeues={max_requeues}): not requeued"
+    refusal = requeue_refusal(job_id, _job_state(job_id), restarts, max_requeues)
+    if refusal:
+        return refusal
     result = slurm_command("scontrol", "requeue", job_id)
     if result is None or result.returncode != 0:
         return f"scontrol requeue {job_id} failed: {result.stderr.strip() if result else 'no scontrol'}"

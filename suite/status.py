@@ -133,6 +133,16 @@ def queue_states() -> dict[str, str] | None:
     return parse_squeue(out.stdout) if out and out.returncode == 0 else None
 
 
+def job_state(job: str, accounted: dict[str, str] | None, queue: dict[str, str]) -> tuple[str, bool]:
+    """The state of ``job`` ('' for none) and whether squeue still lists it: squeue's state for a listed
+    job, else sacct's (``accounted``: None when sacct does not work), else ``unknown``."""
+    if not job:
+        return "", False
+    if job in queue:
+        return queue[job], True
+    return ("unknown" if accounted is None else accounted.get(job, "unknown")), False
+
+
 def effective_status(
     recorded: str, slurm_state: str, holder_live: bool | None = None, queued: bool = False
 ) -> str:
@@ -207,12 +217,11 @@ def collect(results: str | Path) -> pd.DataFrame:
         info, sub = run.info, submissions[run.path]
         task, budget = run.comparison.name.rsplit("-", 2)[:2]
         job = sub.get("job_id", "")
-        slurm_state = "" if not job else "unknown" if states is None else states.get(job, "unknown")
-        slurm_state = queue.get(job, slurm_state)
+        slurm_state, queued = job_state(job, states, queue)
         seen, clock = read_lease(run.path), time.time()
         live = False if seen is None else judge(seen, me, limit, clock)
         recorded = DAMAGED if run.damaged else info.get("status", "pending")
-        status = effective_status(recorded, slurm_state, live, job in queue)
+        status = effective_status(recorded, slurm_state, live, queued)
         error = ""
         if status == "failed":
             recorded_error = (info.get("error") or "").strip().splitlines()

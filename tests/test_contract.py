@@ -4,13 +4,19 @@ Registration: a class that lacks any member docs/tasks.md says a task declares o
 with a message naming the member; the page's member table is parsed, so the page, the base class and the
 check cannot drift apart, and the page's config-key table is compared with the keys the core's sources read.
 
-Behaviour, for every configured task (the configs decide the list) × budget: the task writes small example
-data in its real on-disk format, the network is built from the task's preset for that budget, and one training
-step runs on the CPU with the channels-last request on. The declarations are checked against what the task
-does: a conditional task's batches carry a condition and an unconditional task's none; a fixed model space is
-the data as loaded, a learned one moves with the network's weights; a network that declares channels-last
-really holds channels-last weights. Under the smoke budget every metric scores the untrained model's samples
-no better than the reference itself, by the direction its spec declares.
+Behaviour, for every configured task (the configs decide the list): under the smoke budget the task writes
+small example data in its real on-disk format, the network is built from the task's smoke preset, and one
+training step runs on the CPU with the channels-last request on. The declarations are checked against what
+the task does: a conditional task's batches carry a condition and an unconditional task's none; a fixed model
+space is the data as loaded, a learned one moves with the network's weights; a network that declares
+channels-last really holds channels-last weights. Under the smoke budget every metric scores the untrained
+model's samples no better than the reference itself, by the direction its spec declares.
+
+The ``short`` and ``paper`` presets (up to EDM's 55.7M-parameter CIFAR-10 network) are built as ``--dry-run``
+builds them, on the meta device (shapes without memory, ``suite.assembly``): the run's checks find no
+problem, one forward and backward pass of the objective on the task's example batch keeps the declared sample
+shape and conditioning, the channels-last declaration holds, and the networks whose size the configs and
+docs/images.md state have that many parameters.
 """
 
 import dataclasses
@@ -20,18 +26,28 @@ from pathlib import Path
 
 import pytest
 import torch
+from omegaconf import DictConfig
 from plugins.mog2d import MixtureOfGaussians
 
+from suite.assembly import build_model, build_parts
 from suite.config import compose_run, group_options
+from suite.cost import example_batch
 from suite.metrics import EvalInputs
 from suite.registry import ContractError
+from suite.runner import run_problems
 from suite.spec import DiffusionSpec, run_spec
 from suite.task import TASKS, Task, augment_share
 from suite.training import Trainer
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs" / "tasks.md"
-BUDGETS = ("smoke", "short", "paper")
+LARGER_BUDGETS = ("short", "paper")
+# parameters of the presets whose size the configs and docs/images.md state (EDM's CIFAR-10 network: 55.7M)
+STATED_PARAMETERS = {
+    ("cifar10", "paper"): 55.73e6,
+    ("cifar10_cond", "paper"): 55.73e6,
+    ("ffhq64", "paper"): 61.8e6,
+}
 CONFIGURED = group_options("task")
 SMALL = [
     "device=cpu",
@@ -118,17 +134,35 @@ def test_the_documented_config_keys_are_the_ones_the_core_reads():
     assert read == set(documented_table("Config"))
 
 
-def build(task: str, budget: str, tmp_path, extra: list[str] = ()) -> Trainer:
+def config(task: str, budget: str, tmp_path) -> DictConfig:
+    """The run's config on the task's example data (written in its real on-disk format)."""
     overrides = TASKS.get(task).example_data(tmp_path / "data", 8)
     task_overrides = [f"task.{key}={value}" for key, value in overrides.items()]
-    cfg = compose_run(task, "edm", budget, [*task_overrides, *SMALL, *extra])
-    return Trainer(run_spec(cfg), tmp_path / "run")
+    return compose_run(task, "edm", budget, [*task_overrides, *SMALL])
 
 
-@pytest.mark.parametrize("budget", BUDGETS)
+def build(task: str, budget: str, tmp_path) -> Trainer:
+    return Trainer(run_spec(config(task, budget, tmp_path)), tmp_path / "run")
+
+
+def assert_layout_as_declared(model: torch.nn.Module) -> None:
+    """A network that declares channels-last holds its 4-d kernels channels-last (and not contiguous as
+    well), any other network holds contiguous weights."""
+    kernels = [p for p in model.parameters() if p.ndim == 4]
+    if getattr(model.net, "channels_last", False):
+        assert kernels and all(p.is_contiguous(memory_format=torch.channels_last) for p in kernels)
+        assert not all(p.is_contiguous() for p in kernels)  # the layout really moved
+    else:
+        assert all(p.is_contiguous() for p in model.parameters())
+
+
+def parameter_count(model: torch.nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
 @pytest.mark.parametrize("task", CONFIGURED)
-def test_every_task_trains_one_step_under_every_budget_as_it_declares(task, budget, tmp_path):
-    trainer = build(task, budget, tmp_path)
+def test_every_task_trains_one_step_under_the_smoke_budget_as_it_declares(task, tmp_path):
+    trainer = build(task, "smoke", tmp_path)
     model, declared = trainer.state.model, trainer.task
     batch = trainer.data.train.batch(torch.arange(2), torch.device("cpu"))
     assert bool(batch.cond) == declared.conditional
@@ -143,12 +177,36 @@ def test_every_task_trains_one_step_under_every_budget_as_it_declares(task, budg
         assert torch.equal(before, batch.x0) and torch.equal(after, batch.x0)
     else:
         assert not torch.equal(before, after)
-    kernels = [p for p in model.parameters() if p.ndim == 4]
-    if getattr(model.net, "channels_last", False):
-        assert kernels and all(p.is_contiguous(memory_format=torch.channels_last) for p in kernels)
-        assert not all(p.is_contiguous() for p in kernels)  # the layout really moved
-    else:
-        assert all(p.is_contiguous() for p in model.parameters())
+    assert_layout_as_declared(model)
+    # the meta device shapes the same network the CPU allocates: what the larger budgets are checked on
+    meta = build_model(trainer.spec, declared, "meta")  # the task as loaded: its data may size the network
+    assert [p.shape for p in meta.parameters()] == [p.shape for p in model.parameters()]
+
+
+@pytest.mark.parametrize("budget", LARGER_BUDGETS)
+@pytest.mark.parametrize("task", CONFIGURED)
+def test_every_task_builds_its_larger_presets_on_the_meta_device_as_it_declares(task, budget, tmp_path):
+    cfg = config(task, budget, tmp_path)
+    assert run_problems(cfg) == []  # what --dry-run checks, the network built on the meta device
+    spec = run_spec(cfg)
+    parts, meta = build_parts(spec, meta=True), torch.device("meta")
+    declared, model = parts.task, parts.model
+    assert all(p.is_meta for p in model.parameters())
+    batch = example_batch(spec)  # the task's own example data, one example
+    assert bool(batch.cond) == declared.conditional
+    objective = declared.objective(parts.weight)
+    x0 = objective.encode(model, batch.x0.to(meta))
+    assert tuple(x0.shape[1:]) == declared.sample_shape
+    cond = {key: value.to(meta) for key, value in batch.cond.items()}
+    noise = torch.empty((1, *declared.sample_shape), device=meta)
+    weighted, _ = objective.losses(model, x0, torch.ones(1, device=meta), noise, cond)
+    assert weighted.shape == (1,)
+    weighted.sum().backward()
+    assert any(p.grad is not None and p.grad.shape == p.shape for p in model.parameters())
+    assert_layout_as_declared(model)
+    stated = STATED_PARAMETERS.get((task, budget))
+    if stated:
+        assert parameter_count(model) == pytest.approx(stated, rel=1e-3)
 
 
 @pytest.mark.parametrize("task", CONFIGURED)
