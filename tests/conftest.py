@@ -2,7 +2,7 @@
 
 Every test is marked with its tier, the folder it lives in (``unit``, ``integration``, ``cluster``, ``gpu``).
 
-``slurm_cluster`` gives tests marked ``@pytest.mark.slurm`` a real SLURM cluster:
+``slurm_cluster`` gives the tests of ``tests/cluster`` a real SLURM cluster:
 
 * ``SLURM_CONF`` set: use that cluster (e.g. after ``slurm/local-cluster.sh up`` and
   ``. $DIR/env.sh``).

@@ -3,9 +3,9 @@
 Run with a cluster already up::
 
     bash slurm/local-cluster.sh up /tmp/isl && . /tmp/isl/env.sh
-    .venv/bin/pytest -m slurm tests/cluster/test_local_cluster.py
+    .venv/bin/pytest tests/cluster/test_local_cluster.py
 
-or let the session start (and purge) a private one: ``SUITE_TEST_SLURM=1 .venv/bin/pytest -m slurm ...``.
+or let the session start (and purge) a private one: ``SUITE_TEST_SLURM=1 .venv/bin/pytest tests/cluster``.
 Every wait is bounded: job polling uses a deadline, and pytest-timeout guards each test body.
 """
 
@@ -23,7 +23,6 @@ import pytest
 submitit = pytest.importorskip("submitit")
 cloudpickle = pytest.importorskip("cloudpickle")
 
-pytestmark = pytest.mark.slurm
 
 # submitit pickles callables with cloudpickle, by reference (module + name) by default. The job's
 # interpreter starts in the submission directory (the repo root), where this test module is not

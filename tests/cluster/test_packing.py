@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import pytest
 
+from tests.cluster.test_slurm import (
+    RUNS_DEADLINE_S,
+    cancel_jobs,
+    run_cli,
+    runs_finished,
+    submissions,
+    suite_args,
+    wait_for,
+)
+from tests.helpers.datagen import write_mnist_format
 
-@pytest.mark.slurm
+
 @pytest.mark.timeout(600)
 def test_two_runs_packed_in_one_array_task_both_finish(slurm_cluster, tmp_path):
-    from tests.cluster.test_slurm import (
-        RUNS_DEADLINE_S,
-        cancel_jobs,
-        run_cli,
-        runs_finished,
-        submissions,
-        suite_args,
-        wait_for,
-    )
-    from tests.helpers.datagen import write_mnist_format
-
     data = write_mnist_format(tmp_path / "data")
     results = tmp_path / "packed"
     out = run_cli(

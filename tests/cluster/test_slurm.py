@@ -34,7 +34,7 @@ from suite.slurm import (
 from suite.status import ENDED_STATES, collect, sacct_states
 from tests.helpers.datagen import write_mnist_format
 from tests.helpers.subprocesses import cli_command, cli_env, cluster_script
-from tests.integration.test_training import TINY
+from tests.helpers.tiny import TINY
 
 N_SAMPLERS = len(group_options("sampler"))  # `--sampler all`
 
@@ -171,7 +171,6 @@ def sweep(slurm_cluster, data, tmp_path_factory) -> Iterator[tuple[Path, Path, s
         cancel_jobs(on_slurm)
 
 
-@pytest.mark.slurm
 @pytest.mark.timeout(900)
 def test_sweep_is_one_array_and_matches_local_runs(sweep):
     on_slurm, local, submitted = sweep
@@ -194,7 +193,6 @@ def test_sweep_is_one_array_and_matches_local_runs(sweep):
         assert on_cluster[sampler] == on_host[sampler], sampler
 
 
-@pytest.mark.slurm
 @pytest.mark.timeout(420)
 def test_second_submission_of_a_finished_sweep_submits_nothing(sweep, data):
     on_slurm, _, _ = sweep
@@ -205,7 +203,6 @@ def test_second_submission_of_a_finished_sweep_submits_nothing(sweep, data):
     assert submissions(on_slurm) == before
 
 
-@pytest.mark.slurm
 @pytest.mark.timeout(300)
 def test_requeued_run_resumes_from_its_checkpoint(slurm_cluster, data, tmp_path):
     """`scontrol requeue` (SIGTERM; SLURM requeues), then SIGUSR2 as at the time limit (the job requeues
@@ -253,7 +250,6 @@ def test_requeued_run_resumes_from_its_checkpoint(slurm_cluster, data, tmp_path)
     assert history == ["REQUEUED", "REQUEUED", "COMPLETED"]
 
 
-@pytest.mark.slurm
 @pytest.mark.timeout(480)
 def test_failing_run_shows_as_failed_with_its_error(slurm_cluster, data, tmp_path, monkeypatch):
     # `suite run` refuses p_std=-1 before submitting anything; submitting the plan directly makes the run
@@ -317,7 +313,6 @@ def small_array_cluster(slurm_cluster, monkeypatch) -> Iterator[str]:
     )
 
 
-@pytest.mark.slurm
 @pytest.mark.timeout(120)
 def test_runs_are_split_at_the_clusters_max_array_size(small_array_cluster, data, tmp_path, capsys):
     assert max_array_size() == 4
@@ -370,7 +365,6 @@ def preempting_cluster(slurm_cluster, monkeypatch) -> Iterator[str]:
     )
 
 
-@pytest.mark.slurm
 @pytest.mark.timeout(600)
 def test_a_preempted_and_requeued_run_shows_as_running_then_finishes(preempting_cluster, data, tmp_path):
     """A job of ``low`` preempted by a whole-node job of ``high`` reads PREEMPTED in the accounting while

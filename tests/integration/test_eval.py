@@ -9,9 +9,10 @@ import pytest
 
 from suite import cli
 from suite.records import read_jsonl
+from tests.helpers import fid_extractor  # noqa: F401  (registers "rand-test", which TINY names)
 from tests.helpers.datagen import write_mnist_format
 from tests.helpers.subprocesses import cli_command, cli_env
-from tests.integration.test_training import TINY
+from tests.helpers.tiny import TINY
 from tests.unit.test_table import inserted_lines
 
 

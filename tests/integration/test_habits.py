@@ -13,7 +13,7 @@ import pytest
 
 from tests.helpers.datagen import write_mnist_format
 from tests.helpers.subprocesses import cli_command, cli_env
-from tests.integration.test_training import TINY
+from tests.helpers.tiny import TINY
 
 TINY_RUN = [
     *TINY,

@@ -4,55 +4,14 @@ imported nothing else (no task plugin, no modality library)."""
 
 from __future__ import annotations
 
-import ast
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from tests.helpers.subprocesses import cli_env
-
-ROOT = Path(__file__).resolve().parents[2]
-
-PACKAGES = ("suite", "tasks", "baselines", "infonoise_modalities")
-
-
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def repository_modules() -> dict[str, Path]:
-    """Module name → source file, for every module of the repository's packages."""
-    return {
-        module_name(path): path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))
-    }
-
-
-def registered_names(registry: str) -> list[str]:
-    """Every name that a module of the repository registers with ``registry`` (``METRICS`` or
-    ``FEATURIZERS``), as ``@REGISTRY.register("name")`` or ``REGISTRY.register("name")(cls)``."""
-    names = []
-    for path in repository_modules().values():
-        for node in ast.walk(ast.parse(path.read_text())):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "register"
-                and isinstance(node.func.value, ast.Name)
-                and node.func.value.id == registry
-                and node.args
-                and isinstance(node.args[0], ast.Constant)
-            ):
-                names.append(str(node.args[0].value))
-    return sorted(names)
-
-
-REGISTERED = [("METRICS", n) for n in registered_names("METRICS")] + [
-    ("FEATURIZERS", n) for n in registered_names("FEATURIZERS")
-]
+from tests.unit.test_layering import REGISTERED
 
 
 @pytest.fixture(scope="module")

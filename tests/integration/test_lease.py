@@ -1,31 +1,12 @@
 """The lease of a distributed run: with two ranks (two processes in one torch.distributed group) the main
 rank takes the lease, the other follows, and both agree when the run is busy."""
 
-import dataclasses
 import os
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
-from suite.lease import (
-    LEASE_FILE,
-    Holder,
-)
-
-
-def plant(run_dir: Path, heartbeat: float | None = None, **changes) -> Holder:
-    """Put a lease record in place as another process's take-over would (a new file), with ``changes`` to
-    this process's record and its heartbeat (modification time) at ``heartbeat`` (default now)."""
-    holder = dataclasses.replace(Holder.of_this_process(), **changes)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    tmp = run_dir / "planted"
-    tmp.write_bytes(holder.to_bytes())
-    if heartbeat is not None:
-        os.utime(tmp, (heartbeat, heartbeat))
-    os.replace(tmp, run_dir / LEASE_FILE)
-    return holder
-
+from tests.unit.test_lease import plant
 
 RANK_WORKER = """
 import os, sys

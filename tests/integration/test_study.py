@@ -3,9 +3,7 @@ packed two runs per device writes the records of the study run one at a time."""
 
 from __future__ import annotations
 
-import json
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -16,17 +14,8 @@ from suite.runner import usable_cores
 from tests.helpers.datagen import write_mnist_format
 from tests.helpers.subprocesses import cli_command, cli_env
 from tests.integration.test_faults import without_timing
+from tests.unit.test_study import study_file
 
-VALID = {"name": "t", "budget": "smoke", "seeds": 1, "tasks": ["bfashion"], "samplers": ["edm"]}
-
-
-def study_file(tmp_path: Path, file: str = "study.yaml", **fields) -> Path:
-    path = tmp_path / file
-    path.write_text(json.dumps({k: v for k, v in (VALID | fields).items() if v is not None}))
-    return path
-
-
-# -- a CPU smoke study, end to end -------------------------------------------------------------------------
 TINY = [
     "budget.kimg=0.192",
     "budget.batch=32",

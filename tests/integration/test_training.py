@@ -10,26 +10,9 @@ from pathlib import Path
 import pytest
 
 from suite.records import read_jsonl
-from tests.helpers import fid_extractor  # noqa: F401  (registers the "rand-test" feature extractor in this process)
 from tests.helpers.datagen import write_mnist_format
 from tests.helpers.subprocesses import cli_command, cli_env
-
-TINY = [
-    "budget.kimg=0.384",
-    "budget.batch=16",
-    "budget.tick_kimg=0.064",
-    "budget.checkpoint_kimg=0.032",
-    "budget.eval_points=2",
-    "budget.eval.samples=16",
-    "budget.eval.reference=32",
-    "budget.eval.batch_size=16",
-    "task.metrics.fid.feature_extractor=rand-test",
-    "task.network.model_channels=8",
-    "budget.lr_rampup_kimg=0.1",
-    "budget.adaptive.warmup_steps=4",
-    "budget.adaptive.refresh_every=2",
-    "task.solver_steps=4",
-]
+from tests.helpers.tiny import TINY
 
 
 def run_cmd(results: Path, data: Path, sampler: str = "infonoise") -> list[str]:

@@ -7,8 +7,9 @@ import pytest
 
 from suite import cli
 from suite.records import read_jsonl
+from tests.helpers import fid_extractor  # noqa: F401  (registers "rand-test", which TINY names)
 from tests.helpers.datagen import write_mnist_format
-from tests.integration.test_training import TINY
+from tests.helpers.tiny import TINY
 
 
 def test_a_metric_value_that_is_not_finite_fails_the_evaluation_naming_it():

@@ -18,8 +18,9 @@ from suite.records import read_json
 from suite.runner import plan_runs
 from suite.seeds import MAX_SEED, MAX_SEEDS, parse_seeds
 from suite.study import load_study
+from tests.helpers import fid_extractor  # noqa: F401  (registers "rand-test", which TINY names)
 from tests.helpers.datagen import write_mnist_format
-from tests.integration.test_training import TINY
+from tests.helpers.tiny import TINY
 
 ESCAPES = ["../../X", "/tmp/X", "..", ".hidden", "a/b", "a\\b", ""]
 PATH_NAMES = [  # every name that enters a run folder's path, and the override that sets it
