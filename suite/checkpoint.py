@@ -17,8 +17,8 @@ it, and the one before it is used. The two newest are kept. A ``checkpoints/`` f
 link is refused, naming it (:class:`suite.records.LinkedRunFile`), before anything is written, listed or
 pruned, and links inside it are not checkpoints: pruning never deletes what a link reaches.
 
-Fault injection (``tests/test_faults.py``): ``SUITE_FAULT=<point>@<nimg>`` makes the process SIGKILL
-itself at ``point`` once ``nimg`` examples are processed, so that a test's kill lands exactly where it
+Fault injection (``tests/integration/test_faults.py``): ``SUITE_FAULT=<point>@<nimg>`` makes the process
+SIGKILL itself at ``point`` once ``nimg`` examples are processed, so that a test's kill lands exactly where it
 means it to; ``SUITE_FAULT=<point>@<nimg>:<SIGNAL>`` sends it that signal instead (e.g. ``SIGTERM``), once.
 Points: ``step`` (the training loop, after the step), ``checkpoint`` (``save_checkpoint``, after half of
 the checkpoint is in its temporary file and before the rename), ``data`` (a run's data just loaded, before

@@ -2,6 +2,8 @@
 fid|bench``.
 
 Each subcommand is a small function; heavy imports happen inside them so ``suite --help`` is instant.
+Every command first imports the modules named in ``$SUITE_PLUGINS`` (``suite.registry.import_plugins``), as
+SLURM jobs and packed runs do, e.g. an extra feature extractor the run's metrics name.
 ``suite run`` handles SIGTERM, SIGUSR2 and SIGINT from its start (``suite.stopping``): the launch stops
 cleanly and exits with status 130.
 ``suite plan-seeds`` (``suite.statistics``) says how many seeds a difference to the target needs.
@@ -588,6 +590,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         with stop_requests() if _trains_here(args) else contextlib.nullcontext():
+            from suite.registry import import_plugins  # no torch unless a plugin imports it
+
+            import_plugins()
             return int(args.func(args) or 0)
     except KeyboardInterrupt:  # Ctrl-C where no stop handler is installed (suite run's turn it into a stop)
         if debug:

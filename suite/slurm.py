@@ -39,9 +39,10 @@ by then returns at once. On whatever node it lands, it takes over its own run le
 ``SLURM_JOB_ID`` with a higher restart count), so a requeue never waits for the old lease to go stale.
 
 Plugins. Jobs start a new interpreter, which only knows the plugins that ``suite`` discovers itself. Set
-``SUITE_PLUGINS`` to a comma list of module names to import in the job before the run (e.g. a test feature
-extractor: ``SUITE_PLUGINS=fid_extractor PYTHONPATH=tests``); sbatch passes the submitting shell's
-environment to the job, and a profile's ``setup`` lines may export these variables as well.
+``SUITE_PLUGINS`` to a comma list of module names to import in the job before the run, as every ``suite``
+command does (e.g. the tests' feature extractor: ``SUITE_PLUGINS=tests.helpers.fid_extractor`` with the
+checkout on ``PYTHONPATH``); sbatch passes the submitting shell's environment to the job, and a profile's
+``setup`` lines may export these variables as well.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
-"""Shared pytest fixtures.
+"""Shared pytest hooks and fixtures.
 
-``slurm_cluster`` gives tests marked ``@pytest.mark.slurm`` a real SLURM cluster:
+Every test is marked with its tier, the folder it lives in (``unit``, ``integration``, ``cluster``, ``gpu``).
+
+``slurm_cluster`` gives the tests of ``tests/cluster`` a real SLURM cluster:
 
 * ``SLURM_CONF`` set: use that cluster (e.g. after ``slurm/local-cluster.sh up`` and
   ``. $DIR/env.sh``).
@@ -15,23 +17,28 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from subprocesses import cluster_script
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.subprocesses import cluster_script
 
-# Test helper modules (e.g. fid_extractor) are imported by name from this folder.
-if str(REPO_ROOT / "tests") not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT / "tests"))
+TESTS = Path(__file__).resolve().parent
+TIERS = ("unit", "integration", "cluster", "gpu")
 
 # apt-get install on a fresh machine dominates; the script bounds its own waits.
 _UP_TIMEOUT_S = 900
 _DOWN_TIMEOUT_S = 300
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with its tier, the folder under ``tests/`` it lives in (``pytest -m unit``)."""
+    for item in items:
+        tier = item.path.relative_to(TESTS).parts[0]
+        if tier in TIERS:
+            item.add_marker(tier)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,1 @@
+"""In-process tests: no subprocess that imports torch; the default of a bare ``pytest``."""

@@ -1,0 +1,370 @@
+"""Figures and the report on synthetic run folders (tiny, injected information profiles keep them fast)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from suite.config import compose_run, to_dict
+from suite.plots import (
+    allocation_median,
+    discover_runs,
+    effective_allocation,
+    figure_target,
+    plot_alignment,
+    plot_sampler_densities,
+    quality_figure,
+    registered_densities,
+    write_figures,
+)
+from suite.profile import PosthocProfile, empirical_profile, saved_profile, write_posthoc
+from suite.report import config_overrides, hydra_value, reproduce_command, write_report
+from suite.weighting import EDMWeight, UniformWeight
+from tests.plugins.mog2d import CONF as MOG2D_CONF
+from tests.plugins.mog2d import MixtureOfGaussians
+from tests.unit.test_table import final_protocol_run, rescore, write_run
+
+U = np.linspace(math.log(0.002), math.log(80.0), 129)
+CENTRES = np.linspace(U[0], U[-1], 17)[:-1] + (U[-1] - U[0]) / 32
+KIMG = [2.0, 4.0, 8.0]
+
+
+def normal(u: np.ndarray, mean: float, std: float) -> np.ndarray:
+    return np.exp(-0.5 * ((u - mean) / std) ** 2) / (std * math.sqrt(2 * math.pi))
+
+
+def fixed_log(mean: float) -> list[dict]:
+    return [{"nimg": 0, "kimg": 0.0, "u": U.tolist(), "density": normal(U, mean, 1.2).tolist()}]
+
+
+def infonoise_log() -> list[dict]:
+    rows = []
+    for i, k in enumerate([1.0, 3.0, 6.0]):
+        rho = normal(CENTRES, -1.0 + 0.2 * i, 1.0)
+        rows.append(
+            {
+                "nimg": int(k * 1000),
+                "kimg": k,
+                "u": U.tolist(),
+                "density": normal(U, -1.0, 1.0).tolist(),
+                "cdf_change": 0.1 / (i + 1),
+                "gate_c": 0.15,
+                "step": 10 * (i + 1),
+                "profile": {
+                    "u": CENTRES.tolist(),
+                    "m_hat": (784 * np.exp(2 * CENTRES)).tolist(),
+                    "rho": rho.tolist(),
+                    "pi": rho.tolist(),
+                },
+            }
+        )
+    return rows
+
+
+def kg_log() -> list[dict]:
+    return [
+        {
+            "nimg": int(k * 1000),
+            "kimg": k,
+            "u": U.tolist(),
+            "density": normal(U, 0.0, 2.0).tolist(),
+            "cdf_change": 0.2 / (i + 1),
+            "step": 10 * (i + 1),
+        }
+        for i, k in enumerate([1.0, 3.0, 6.0])
+    ]
+
+
+def config(sampler: dict) -> dict:
+    """The resolved config of a fashion smoke run of ``sampler`` (its name and parameters)."""
+    params = {k: v for k, v in sampler.items() if k != "name"}
+    overrides = [f"sampler.{k}={v}" for k, v in params.items()]
+    return to_dict(compose_run("fashion", sampler.get("name", "edm"), "smoke", overrides))
+
+
+def tiny_profile(task_cfg: dict, sigma: np.ndarray) -> PosthocProfile:
+    """Empirical-prior-like MMSE of a 784-dimensional set: D·v·σ²/(v+σ²) cut off below σ = 1."""
+    mmse = 784 * 0.25 * sigma**2 / (0.25 + sigma**2) * (sigma > 1.0)
+    return PosthocProfile(sigma, mmse, nn_distance=6.0, n_points=64, dim=784)
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    edm_hyper = {"name": "edm", "p_mean": -1.2, "p_std": 1.2}
+    for seed in range(2):
+        write_run(
+            tmp_path,
+            "fashion",
+            "edm",
+            seed,
+            list(zip(KIMG, [30.0, 20.0, 10.0 + seed], strict=True)),
+            config=config({"name": "edm", "p_mean": -1.2, "p_std": 1.2}),
+            sampler_log=fixed_log(-1.2),
+            hyper=edm_hyper,
+        )
+        write_run(
+            tmp_path,
+            "fashion",
+            "edm[p_mean=0.0]",
+            seed,
+            list(zip(KIMG, [35.0, 25.0, 15.0], strict=True)),
+            config=config({"name": "edm", "p_mean": 0.0, "p_std": 1.2}),
+            sampler_log=fixed_log(0.0),
+            hyper=edm_hyper | {"p_mean": 0.0},
+        )
+        write_run(
+            tmp_path,
+            "fashion",
+            "infonoise",
+            seed,
+            list(zip(KIMG, [25.0, 14.0, 6.0], strict=True)),
+            config=config({"name": "infonoise"}),
+            sampler_log=infonoise_log(),
+            hyper={"name": "infonoise"},
+        )
+        write_run(
+            tmp_path,
+            "fashion",
+            "kg",
+            seed,
+            list(zip(KIMG, [28.0, 18.0, 9.0], strict=True)),
+            config=config({"name": "kg"}),
+            sampler_log=kg_log(),
+            hyper={
+                "name": "kg",
+                "importance_correction": True,
+                "base": {"name": "edm", "p_mean": -1.2, "p_std": 1.2, "sigma_min": 0.002, "sigma_max": 80.0},
+            },
+        )
+    return tmp_path
+
+
+def assert_figure(path: Path) -> None:
+    assert path.is_file() and path.stat().st_size > 5000, path
+
+
+def test_sampler_densities_png(tmp_path: Path):
+    out = tmp_path / "samplers.png"
+    plot_sampler_densities(out, weight="edm", sigma_data=0.5)
+    assert_figure(out)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_effective_allocation_is_normalised_pi_times_w():
+    phi = effective_allocation(U, normal(U, -1.2, 1.2), EDMWeight(0.5))
+    assert np.trapezoid(phi, U) == pytest.approx(1.0)
+    w = EDMWeight(0.5)(torch.as_tensor(np.exp(U))).numpy()
+    ratio = phi / (normal(U, -1.2, 1.2) * w)
+    assert np.allclose(ratio, ratio[0])
+    # with w = 1, φ = π = N(−1.2, 0.5²) in u (negligibly truncated): its median σ is e^−1.2
+    flat = effective_allocation(U, normal(U, -1.2, 0.5), UniformWeight())
+    assert allocation_median(U, flat) == pytest.approx(math.exp(-1.2), rel=1e-3)
+
+
+def test_plot_main_writes_png_and_pdf_from_the_saved_profile_without_data(results: Path, capsys):
+    import suite.plots
+
+    task_cfg = config({})["task"]
+    sigma = np.geomspace(0.002, 80.0, 41)
+    write_posthoc(results / "profiles", task_cfg, tiny_profile(task_cfg, sigma), "tiny")
+    assert suite.plots.main(argparse.Namespace(results=str(results))) == 0
+    written = [Path(line.removeprefix("wrote ")) for line in capsys.readouterr().out.splitlines()]
+    names = {p.name for p in written}
+    stem = "fashion-smoke-aaaa000000"
+    for kind in ("alignment", "infonoise-profile", "quality-fid", "pmean-sweep-fid"):
+        for suffix in (".png", ".pdf"):
+            assert f"{stem}_{kind}{suffix}" in names
+    for path in written:
+        assert_figure(path)
+        assert path.parent == results / "figures"
+
+
+def test_kg_importance_corrected_allocation_is_the_base_priors(results: Path):
+    runs = next(iter(discover_runs(results).values()))
+    kg = next(r for r in runs if r.label == "kg")
+    edm = next(r for r in runs if r.label == "edm")
+    u_kg, phi_kg = kg.final_allocation()
+    u_edm, phi_edm = edm.final_allocation()
+    assert np.allclose(phi_kg, phi_edm, rtol=1e-6, atol=1e-9)
+
+
+def test_alignment_without_a_profile(results: Path, tmp_path: Path):
+    """Data not on this machine: the alignment figure is still written, without the profile (why is said in
+    the caption file and on stderr, never inside the image)."""
+    runs = next(iter(discover_runs(results).values()))
+    written = plot_alignment(runs, None, "no data", tmp_path / "alignment")
+    for path in written:
+        assert_figure(path)
+
+
+def test_empirical_profile_through_a_task_plugin(tmp_path: Path):
+    """The default profile loads the training split through the task registry: the mixture plugin's 32 points
+    are memorised at small σ and cost their total variance at large σ."""
+    task_cfg = OmegaConf.to_container(OmegaConf.load(MOG2D_CONF / "task" / "mog2d.yaml"))
+    task_cfg |= MixtureOfGaussians.example_data(tmp_path, 32)
+    points = torch.from_numpy(np.load(tmp_path / "points.npy")).double()
+    sigma = np.geomspace(0.001, 100, 12)
+    profile = empirical_profile(
+        MixtureOfGaussians(OmegaConf.create(task_cfg)), sigma, n_points=32, n_queries=16
+    )
+    assert profile.n_points == 32 and profile.dim == 2
+    assert profile.mmse[0] < 1e-6 * profile.mmse[-1]  # memorised at small σ
+    total_variance = points.var(dim=0, unbiased=False).sum().item()
+    assert profile.mmse[-1] == pytest.approx(total_variance, rel=0.05)  # the mean is all σ = 100 leaves
+    assert profile.memorisation_sigma == pytest.approx(profile.nn_distance / math.sqrt(2 * math.log(32)))
+    assert np.trapezoid(profile.density(), np.log(sigma)) == pytest.approx(1.0)
+
+
+def test_both_kg_readings_are_drawn_with_their_own_labels():
+    labels = [label for label, _ in registered_densities(U, EDMWeight(0.5))]
+    kg = [label for label in labels if label.startswith("kg")]
+    assert [label.split(" ")[0] for label in kg] == ["kg", "kg-uncorrected"]
+
+
+def test_figure_target_falls_back_to_every_fixed_sampler(tmp_path: Path):
+    from suite.table import load_records
+
+    write_run(tmp_path, "dna", "laplace", 0, [(1.0, 9.0), (2.0, 4.0)], metric="sei-fid")
+    write_run(tmp_path, "dna", "infonoise", 0, [(1.0, 5.0), (2.0, 3.0)], metric="sei-fid")
+    target, which = figure_target(load_records(tmp_path))
+    assert which == "best fixed sampler" and (target["target_sampler"] == "laplace").all()
+    write_run(tmp_path, "dna", "cos", 0, [(1.0, 9.0), (2.0, 6.0)], metric="sei-fid")
+    target, which = figure_target(load_records(tmp_path))
+    assert which == "best of the paper's fixed baselines" and (target["target_sampler"] == "cos").all()
+
+
+def test_hydra_values():
+    assert hydra_value(None) == "null"
+    assert hydra_value(True) == "true"
+    assert hydra_value(1.28) == "1.28"
+    assert hydra_value([1, 2, 2]) == "[1,2,2]"
+    assert hydra_value("inception-v3-compat") == "inception-v3-compat"
+    assert hydra_value("a b") == "'a b'"
+
+
+def test_reproduce_command_lists_only_differing_keys():
+    from suite.config import compose_run, to_dict
+
+    cfg = to_dict(
+        compose_run(
+            "bfashion",
+            "edm",
+            "smoke",
+            ["sampler.p_mean=0.0", "budget.kimg=1.28", "seed=1", "results=/somewhere"],
+        )
+    )
+    assert sorted(config_overrides(cfg)) == ["budget.kimg=1.28", "sampler.p_mean=0.0"]
+
+
+def test_report_links_figures_and_commands(results: Path):
+    for run in results.rglob("config.yaml"):  # real, composable configs for the command reconstruction
+        from omegaconf import OmegaConf
+
+        from suite.config import compose_run
+
+        sampler = OmegaConf.load(run)["sampler"]
+        overrides = ["sampler.p_mean=0.0"] if sampler.get("p_mean") == 0.0 else []
+        run.write_text(OmegaConf.to_yaml(compose_run("fashion", sampler["name"], "smoke", overrides)))
+    out = write_report(results, profile_fn=tiny_profile)
+    text = out.read_text()
+    assert "![alignment](figures/fashion-smoke-aaaa000000_alignment.png)" in text
+    assert "| fashion | smoke (budget: suite choice) | fid ↓ |" in text  # the comparison table
+    assert "| fashion | smoke | fid ↓ |" in text  # the statistics table
+    assert "suite run --task fashion --sampler edm --budget smoke --seeds 2 --results" in text
+    assert "sampler.p_mean=0.0" in text
+    # Target: EDM's seed-mean final 10.5, which EDM first reaches at kimg 8 and InfoNoise between kimg 4
+    # (14) and 8 (6), interpolated in ln kimg × ln FID: 4·2^(ln(10.5/14)/ln(6/14)), so the speed-up is
+    # 8 over that.
+    crossing = 4 * 2 ** (math.log(10.5 / 14) / math.log(6 / 14))
+    assert f"{8 / crossing:.2f}×" in text
+
+
+def test_reproduce_command_for_seeds(results: Path):
+    from suite.config import compose_run, to_dict
+
+    runs = [r for r in next(iter(discover_runs(results).values())) if r.label == "edm"]
+    for run in runs:
+        run.cfg = to_dict(compose_run("fashion", "edm", "smoke"))
+    assert reproduce_command(runs, "results") == (
+        "suite run --task fashion --sampler edm --budget smoke --seeds 2 --results results"
+    )
+
+
+def test_rescored_rows_get_their_own_figure_and_leave_the_quality_figures_as_drawn(results: Path):
+    """InfoNoise re-scored on InfoGrid at every point, with values far from its Karras ones: the quality and
+    P_mean sweep figures are the same bytes as before (no InfoGrid value enters a mean or a std band), and
+    the InfoGrid values are drawn in a figure of their own."""
+    figures = results / "figures"
+    drawn = {p.name for p in write_figures(results, tiny_profile)}
+    before = {p.name: p.read_bytes() for p in figures.glob("*.png")}
+    for run in results.glob("runs/*/infonoise/seed*"):
+        rescore(run, "infogrid", 15, {k: 1.0 + int(run.name[-1]) for k in KIMG})
+    written = {p.name for p in write_figures(results, tiny_profile)}
+    assert {name: (figures / name).read_bytes() for name in before} == before
+    stem = "fashion-smoke-aaaa000000"
+    assert written - drawn == {f"{stem}_quality-fid-infogrid-15steps{s}" for s in (".png", ".pdf")}
+
+
+def test_saved_profile_round_trips_and_a_missing_one_names_the_command(tmp_path: Path):
+    task_cfg = config({})["task"] | {"root": "/somewhere"}
+    sigma = np.geomspace(0.002, 80.0, 41)
+    read = saved_profile(tmp_path / "profiles")
+    with pytest.raises(FileNotFoundError, match="suite profile --task fashion --results"):
+        read(task_cfg, sigma)
+    written = tiny_profile(task_cfg, sigma)
+    write_posthoc(tmp_path / "profiles", task_cfg, written, "tiny")
+    moved = task_cfg | {"root": "/elsewhere"}  # where the data sit does not change which profile it is
+    back = read(moved, sigma[:3])
+    assert np.array_equal(back.sigma, written.sigma) and np.array_equal(back.mmse, written.mmse)
+    assert (back.nn_distance, back.n_points, back.dim) == (6.0, 64, 784)
+
+
+def test_each_sampler_keeps_its_colour_whichever_others_a_figure_draws():
+    from suite.figures import style_map
+
+    everything = style_map(
+        ["logu", "cos", "fm", "edm", "kg", "kg-uncorrected", "infonoise", "laplace", "cauchy"]
+    )
+    for subset in (["edm"], ["infonoise", "cauchy"], ["cauchy", "edm[p_mean=0.0]", "logu"]):
+        styles = style_map(subset)
+        for label in subset:
+            if label in everything:
+                assert styles[label].color == everything[label].color
+    assert len({s.color for s in everything.values()}) == 9
+
+
+def test_plot_draws_the_users_runs_and_brings_in_committed_evidence_only_with_all(tmp_path: Path, capsys):
+    import suite.plots
+
+    write_run(tmp_path, "bfashion", "edm", 0, [(1.0, 9.0), (2.0, 4.0)], budget="demo")
+    write_run(tmp_path, "bfashion", "edm", 0, [(1.0, 8.0), (2.0, 3.0)], origin="cpu-smoke")
+    (tmp_path / "cpu-smoke" / "EVIDENCE").write_text("committed\n")
+    assert suite.plots.main(argparse.Namespace(results=str(tmp_path), all=False)) == 0
+    out = capsys.readouterr().out.splitlines()
+    names = {Path(line.removeprefix("wrote ")).name for line in out if line.startswith("wrote ")}
+    assert names == {"bfashion-demo-aaaa000000_quality-fid.png", "bfashion-demo-aaaa000000_quality-fid.pdf"}
+    assert out[-1] == f"Left out: committed evidence {tmp_path / 'cpu-smoke'}; `suite plot --all` adds it."
+    assert suite.plots.main(argparse.Namespace(results=str(tmp_path), all=True)) == 0
+    out = capsys.readouterr().out
+    assert "cpu-smoke_bfashion-smoke-aaaa000000_quality-fid.png" in out and "Left out" not in out
+
+
+def test_the_final_protocol_point_is_drawn_apart_from_the_curve_and_named_in_the_legend(tmp_path: Path):
+    from suite.table import load_records
+
+    final_protocol_run(tmp_path, "edm", 0, [30.0, 20.0, 10.0], 4.0)
+    final_protocol_run(tmp_path, "infonoise", 0, [24.0, 13.0, 5.0], 3.0)
+    ax = quality_figure(load_records(tmp_path), "cifar10 · paper").axes[0]
+    curves = [line for line in ax.get_lines() if len(line.get_xdata()) > 2]
+    assert curves and all(max(line.get_xdata()) == 40.0 for line in curves)
+    diamonds = {tuple(c.get_offsets()[0]) for c in ax.collections if len(c.get_offsets()) == 1}
+    assert {(80.0, 4.0), (80.0, 3.0)} <= diamonds
+    labels = ax.get_legend_handles_labels()[1]
+    assert "final protocol: 50000 samples, best of 3 seed ranges" in labels
+    assert "target: edm's last curve quality (best of the paper's fixed baselines)" in labels
