@@ -61,7 +61,10 @@ def test_the_kl_bound_of_a_mis_scaled_linear_denoiser_on_gaussian_data_matches_i
     assert len(curve["sigma"]) == len(curve["excess"]) == len(curve["excess_se"]) == 16
     sigma = torch.tensor(curve["sigma"], dtype=torch.float64)
     expected = d * (a - v / (v + sigma**2)) ** 2 * (v + sigma**2)
-    assert torch.allclose(torch.tensor(curve["excess"], dtype=torch.float64), expected, rtol=0.01)
+    excess, excess_se = (torch.tensor(curve[k], dtype=torch.float64) for k in ("excess", "excess_se"))
+    assert ((excess - expected).abs() <= 4 * excess_se).all()  # each node within its own recorded error
+    # the second stage spends 7/8 of the draws, up to one chunk per node of rounding
+    assert abs(sum(curve["draws"]) - 16 * 32768 * 7 // 8) <= 16 * 1024
 
 
 def test_the_kl_bound_of_the_optimal_denoiser_is_zero():

@@ -28,7 +28,7 @@ def test_an_empty_tasks_package_in_the_working_directory_is_refused_naming_its_p
     assert done.returncode == 2 and done.stdout == ""
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"error: the plugin package 'tasks' is found at {tmp_path.resolve() / 'tasks'},")
-    assert str(Path(__file__).resolve().parent.parent / "tasks") in line
+    assert str(Path(__file__).resolve().parents[2] / "tasks") in line
 
 
 def test_a_shadowing_baselines_package_is_refused_before_it_is_imported(tmp_path: Path, monkeypatch):
