@@ -4,19 +4,11 @@ chromosomes it lacks and the command to prepare the data again, and nothing is w
 import shutil
 import subprocess
 
-import pytest
-
 from infonoise_modalities.dna import data as dna
 from tests.helpers.subprocesses import cli_command, cli_env
+from tests.unit import test_dna
 
-
-@pytest.fixture(scope="module")
-def example(tmp_path_factory):
-    """Raw DDSM-format files for 15 TSSs and their prepared windows."""
-    folder = tmp_path_factory.mktemp("dna")
-    raw = dna.write_example_raw(folder / "raw", 15)
-    dna.prepare(str(raw), folder / "prepared")
-    return raw, folder / "prepared"
+example = test_dna.example  # the unit tier's fixture: raw DDSM-format files for 15 TSSs, prepared
 
 
 def test_a_zero_byte_genome_is_refused_with_exit_non_zero_naming_the_chromosomes_and_the_command(
