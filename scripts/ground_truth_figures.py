@@ -10,8 +10,9 @@ InfoNoise target π* (``pi-tv``'s target) for reference.
 ``infonoise.png``: InfoNoise's density at its rebuilds over training (seed 0, ``sampler.jsonl``) against the
 exact target π*, and the TV distance ``pi-tv`` at each evaluation (mean and range over seeds).
 
-Usage: ``python scripts/ground_truth_figures.py RESULTS`` (the study's ``--results`` folder); writes both
-PNGs into RESULTS.
+Usage: ``python scripts/ground_truth_figures.py COMPARISON [--out DIR]``, COMPARISON being one comparison
+folder of the study (``RESULTS/runs/<task>-<budget>-<hash>``: a results folder can hold several, which are
+never mixed); writes both PNGs into DIR (default: RESULTS).
 """
 
 from __future__ import annotations
@@ -60,9 +61,13 @@ def exact_target(run: Path) -> tuple[np.ndarray, np.ndarray, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", type=Path)
+    parser.add_argument("comparison", type=Path, help="RESULTS/runs/<task>-<budget>-<hash>")
+    parser.add_argument("--out", type=Path, help="folder of the PNGs (default: RESULTS)")
     args = parser.parse_args()
-    runs = sorted(p.parent for p in args.results.glob("runs/*/*/seed*/records.jsonl"))
+    runs = sorted(p.parent for p in args.comparison.glob("*/seed*/records.jsonl"))
+    if not runs:
+        parser.error(f"no run records under {args.comparison}/<sampler>/seed*/; give a comparison folder")
+    out = args.out or args.comparison.parents[1]
     by_sampler: dict[str, list[Path]] = defaultdict(list)
     for run in runs:
         by_sampler[run.parent.name].append(run)
@@ -101,7 +106,7 @@ def main() -> None:
     )
     axes[1].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(args.results / "excess.png", dpi=120)
+    fig.savefig(out / "excess.png", dpi=120)
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
     info = sorted(by_sampler.get("infonoise", []))
@@ -126,8 +131,8 @@ def main() -> None:
     axes[1].set(xlabel="kimg", ylabel="TV(π, π*)", title="distance of the learned π to its exact target")
     axes[1].legend()
     fig.tight_layout()
-    fig.savefig(args.results / "infonoise.png", dpi=120)
-    print(f"wrote {args.results / 'excess.png'} and {args.results / 'infonoise.png'}")
+    fig.savefig(out / "infonoise.png", dpi=120)
+    print(f"wrote {out / 'excess.png'} and {out / 'infonoise.png'}")
 
 
 if __name__ == "__main__":
