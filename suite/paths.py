@@ -1,0 +1,32 @@
+"""The suite's cache folders, in one place.
+
+``cache_dir()`` is ``$SUITE_CACHE`` when set, else ``~/.cache/infonoise-suite`` (the XDG cache layout);
+every cache the suite writes lies under it: metrics' reference statistics and converted weights
+(``fid-stats/``, the metric's own files), the token cache of the text task (``tokens/``) and TorchInductor's
+compiled kernels (``inductor/``), shared by every run on the machine.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+CACHE_ENV = "SUITE_CACHE"
+
+
+def cache_dir() -> Path:
+    """The suite's cache folder: ``$SUITE_CACHE`` if set, else ``~/.cache/infonoise-suite``."""
+    configured = os.environ.get(CACHE_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    return Path.home() / ".cache" / "infonoise-suite"
+
+
+def tokens_dir() -> Path:
+    """The text task's token cache: ``<cache>/tokens``."""
+    return cache_dir() / "tokens"
+
+
+def inductor_dir() -> Path:
+    """TorchInductor's kernel cache shared by the runs: ``<cache>/inductor``."""
+    return cache_dir() / "inductor"
