@@ -32,7 +32,7 @@ from omegaconf import OmegaConf  # noqa: E402
 
 from infonoise_modalities.points.metrics import LearnedDensityTV  # noqa: E402
 from suite.assembly import build_loss_weight, build_noise_sampler, build_task  # noqa: E402
-from suite.metrics.inception import suite_cache_dir  # noqa: E402
+from suite.paths import cache_dir  # noqa: E402
 from suite.sampler import build_sampler  # noqa: E402
 from suite.spec import run_spec  # noqa: E402
 
@@ -52,7 +52,7 @@ def exact_target(run: Path) -> tuple[np.ndarray, np.ndarray, object]:
     if sampler.adaptive:  # the InfoNoise target of the run's task, as pi-tv builds it for a fixed sampler
         sampler = build_sampler("logu", spec.diffusion.sigma_min, spec.diffusion.sigma_max, weight)
     options = dict(task.cfg["metrics"]["pi-tv"])
-    metric = LearnedDensityTV(options, torch.device("cpu"), suite_cache_dir())
+    metric = LearnedDensityTV(options, torch.device("cpu"), cache_dir())
     metric.bind(task.distribution, spec.diffusion.sigma_min, spec.diffusion.sigma_max)
     density, _ = metric.target(sampler)
     u = torch.linspace(sampler.u_min, sampler.u_max, 401, dtype=torch.float64)

@@ -158,7 +158,7 @@ def pack_weights(src: Path, dst: Path) -> dict:
     extractor's layout; ValueError naming the file otherwise)."""
     import torch
 
-    from suite.metrics.inception import load_inception_weights
+    from infonoise_modalities.image.inception import load_inception_weights
 
     state = load_inception_weights(src)
     fc_zero = all(not bool(state[k].any()) for k in ("fc.weight", "fc.bias") if k in state)
@@ -216,7 +216,7 @@ def check_fd(weights_fp32: Path, state16: dict, images: np.ndarray, n: int) -> d
 
     import torch
 
-    from suite.metrics.fid import FrechetDistance
+    from infonoise_modalities.image.fid import FrechetDistance
 
     first = torch.from_numpy(images[:n, None].copy())
     second = torch.from_numpy(images[n : 2 * n, None].copy())
@@ -271,7 +271,7 @@ def exclude_from_git(folder: Path, root: Path = REPO) -> None:
 
 
 def pack(args: argparse.Namespace) -> int:
-    from suite.metrics.inception import resolve_inception_weights
+    from infonoise_modalities.image.inception import resolve_inception_weights
 
     carry, wheels = Path(args.carry), Path(args.wheels)
     carry.mkdir(parents=True, exist_ok=True)
@@ -322,7 +322,7 @@ def pack(args: argparse.Namespace) -> int:
 def unpack(args: argparse.Namespace) -> int:
     import torch
 
-    from suite.metrics.inception import CONVERTED_WEIGHTS_NAME, load_inception_weights
+    from infonoise_modalities.image.inception import CONVERTED_WEIGHTS_NAME, load_inception_weights
 
     carry, dest, cache = Path(args.carry), Path(args.dest), Path(args.cache)
     manifest = json.loads((carry / MANIFEST).read_text())

@@ -77,8 +77,6 @@ VARIANTS: dict[str, tuple[str, bool]] = {
     "bf16": ("bf16", False),
     "bf16+compile": ("bf16", True),
 }
-SEI_OUTPUTS = 21_907  # Sei's targets: the feature dimension of Sei-FID
-FRECHET_BENCH_N = 2_000  # samples per set in the timed sample-space Fréchet distance
 SAMPLER_BATCH = 512  # σ for a batch of 512: the batch the ≤ 1% overhead target is stated for
 OVERHEAD_LIMIT_PCT = 1.0  # ... costs at most 1% of one training step
 MIN_SAMPLER_STEPS = 200  # timed sampler steps at least (rounded up to whole refresh periods)
@@ -565,18 +563,20 @@ def bench_eval(args: argparse.Namespace) -> dict[str, Any]:
             rows.append({"what": f"{name} bf16 − fp32", "n": n, "value": row["difference"]})
             spread = f"{name} fp32 sd over {PRECISION_SEEDS} seeds"
             rows.append({"what": spread, "n": n, "value": row["fp32_sd"]})
-        if any(m.spec.name in ("sei-fid", "random-feature-fd") for m in evaluator.metrics):
-            from suite.metrics.frechet import time_frechet
-
-            core = time_frechet(d=SEI_OUTPUTS, n=FRECHET_BENCH_N, device=device)
+        parts: dict[str, Callable[[], dict[str, float]]] = {}
+        for metric in evaluator.metrics:
+            for label, part in metric.bench_parts().items():
+                parts.setdefault(label, part)
+        for label, part in parts.items():
+            timed = part()
             rows.append(
                 {
-                    "what": f"Fréchet core (d={SEI_OUTPUTS}, n={FRECHET_BENCH_N})",
-                    "seconds": core["seconds"],
-                    "rate": FRECHET_BENCH_N / core["seconds"],
+                    "what": label,
+                    "seconds": timed["seconds"],
+                    "rate": timed["n"] / timed["seconds"],
                     "unit": "samples/s",
-                    "n": FRECHET_BENCH_N,
-                    "value": core["value"],
+                    "n": int(timed["n"]),
+                    "value": timed["value"],
                 }
             )
         extra = network_summary(trainer) | {

@@ -481,7 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--budget", default="paper", help="with a task: the budget whose eval.reference picks the references"
     )
     ref.add_argument("overrides", nargs="*", help="with a task: key=value config overrides (task.root=…)")
-    ref.set_defaults(func=_lazy("suite.fid_command", "ref_main"))
+    ref.set_defaults(func=_lazy("infonoise_modalities.image.fid_command", "ref_main"))
     calc = fid_actions.add_parser("calc", help="the FID of a folder or .zip of images against a .npz")
     calc.add_argument("--images", required=True, help="a folder or .zip of images (at least 2)")
     calc.add_argument("--ref", required=True, help="reference statistics (.npz of mu, sigma; e.g. EDM's)")
@@ -496,7 +496,7 @@ def build_parser() -> argparse.ArgumentParser:
         action.add_argument(
             "--device", choices=["auto", "cpu", "cuda"], default="auto", help="where to featurise"
         )
-    calc.set_defaults(func=_lazy("suite.fid_command", "calc_main"))
+    calc.set_defaults(func=_lazy("infonoise_modalities.image.fid_command", "calc_main"))
 
     bench = sub.add_parser("bench", help="measured speed figures, side by side in one run")
     kinds = bench.add_subparsers(dest="what", required=True)

@@ -47,7 +47,7 @@ from torch import Tensor, nn
 from suite.assembly import build_parts, build_task
 from suite.grids import build_grid
 from suite.metrics import EvalInputs, Metric
-from suite.metrics.inception import suite_cache_dir
+from suite.paths import cache_dir
 from suite.records import evaluation_row, write_atomic
 from suite.sampler import NoiseSampler
 from suite.solvers import SOLVERS, guided, nfe
@@ -75,7 +75,7 @@ class Evaluator:
         self.task = task
         self.data = data
         self.device = device
-        self.metrics: list[Metric] = task.metrics(device, suite_cache_dir())
+        self.metrics: list[Metric] = task.metrics(device, cache_dir())
         self.conditional = bool(task.conditional)
         self._reference: Any = None
         self.preview: Any = None  # the first decoded samples of the last evaluation (``suite.watch``)

@@ -8,9 +8,11 @@ line, in a :class:`PreflightError`; nothing runs while one is found:
   parent when it does not exist yet (nothing else is created);
 * each task config's data are present and readable, from file names and headers without loading them
   (``Task.data_problems``: IDX magic and dimensions and a gzip stream read to its end, CIFAR-10 batch
-  names, the prepared DNA and OpenWebText folders, tokenizers and text models);
-* a metric's file options (``weights_path``, ``checkpoint``, ``target_names``), where set, name files, and
-  a FID with the standard Inception-v3 finds its weights where the metric looks for them;
+  names, the prepared DNA and OpenWebText folders, tokenizers);
+* where the data have no problem, the metrics the task will be scored by (``Task.metric_options``: its
+  ``metrics`` or its ``fallback_metrics``): their file options (``weights_path``, ``checkpoint``,
+  ``target_names``), where set, name files, and each says what else it lacks on this machine
+  (``Metric.problems``: weights, a checkpoint, a text model), each line once;
 * ``device=cuda`` of a local launch finds a CUDA device, and every evaluation has at least 2 samples and
   2 references;
 * an adaptive sampler's warm-up is shorter than the run (``budget.kimg`` / ``budget.batch`` training
@@ -33,10 +35,11 @@ import math
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from suite.assembly import build_loss_weight, build_noise_sampler, build_task
 from suite.config import to_dict
+from suite.metrics import metric_problems
 from suite.spec import RunSpec
 
 if TYPE_CHECKING:
@@ -94,44 +97,32 @@ def results_problem(results: str | Path) -> str | None:
     return None
 
 
-def file_option_problems(spec: RunSpec) -> list[str]:
-    """The metrics' file options that are set but name no file."""
+def file_option_problems(task: str, configured: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The file options of the configured metrics (name → options) that are set but name no file."""
     problems = []
-    for name, options in (to_dict(spec.task_cfg.get("metrics")) or {}).items():
+    for name, options in configured.items():
         for key in FILE_OPTIONS:
-            value = (options or {}).get(key)
+            value = options.get(key)
             if value is not None and not Path(str(value)).expanduser().is_file():
                 problems.append(
-                    f"task {spec.task}: metric {name}: {key}={value} is not a file; point "
+                    f"task {task}: metric {name}: {key}={value} is not a file; point "
                     f"task.metrics.{name}.{key} at it, or set it to null for the default"
                 )
     return problems
 
 
-def inception_problem(spec: RunSpec) -> str | None:
-    """A FID with the standard Inception-v3 and no ``weights_path``, where none of the places that
-    ``suite.metrics.inception.resolve_inception_weights`` looks in holds the weights, or None."""
-    from suite.metrics import inception
-    from suite.metrics.fid import INCEPTION_EXTRACTOR
-
-    metrics = to_dict(spec.task_cfg.get("metrics")) or {}
-    fid = metrics.get("fid") or {}
-    if "fid" not in metrics or fid.get("weights_path") is not None:
-        return None
-    if fid.get("feature_extractor", INCEPTION_EXTRACTOR) != INCEPTION_EXTRACTOR:
-        return None
-    converted = inception.suite_cache_dir() / inception.CONVERTED_WEIGHTS_NAME
-    if (
-        inception.hub_weights_path().is_file()
-        or converted.is_file()
-        or inception.find_fid_helper_torchscript()
-    ):
-        return None
-    try:
-        inception.resolve_inception_weights()
-    except FileNotFoundError as err:
-        return f"task {spec.task}: metric fid: {err}"
-    return None
+def task_problems(spec: RunSpec) -> list[str]:
+    """The task's data problems (``Task.data_problems``); where there are none, what its chosen metrics
+    lack (their file options, then ``Metric.problems``). A task with data problems is not asked about its
+    metrics: their files often come with the data (DNA's Sei checkpoint lies in the prepared folder), so
+    the one cause is said once."""
+    task = build_task(spec)
+    problems = [f"task {spec.task}: {problem}" for problem in task.data_problems()]
+    if problems:
+        return problems
+    configured = task.metric_options()
+    problems = file_option_problems(spec.task, configured)
+    return problems + [f"task {spec.task}: {problem}" for problem in metric_problems(configured)]
 
 
 def training_steps(spec: RunSpec) -> int:
@@ -222,11 +213,7 @@ def preflight(runs: Sequence[PlannedRun], args: argparse.Namespace) -> None:
         key = json.dumps(to_dict(spec.task_cfg), sort_keys=True, default=str)
         if key not in checked:
             checked.add(key)
-            for problem in build_task(spec).data_problems():
-                problems.setdefault(f"task {spec.task}: {problem}")
-            for problem in file_option_problems(spec):
-                problems.setdefault(problem)
-            if problem := inception_problem(spec):
+            for problem in task_problems(spec):
                 problems.setdefault(problem)
         if problem := warmup_problem(spec):
             problems.setdefault(problem)

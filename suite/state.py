@@ -24,7 +24,7 @@ from torch import nn
 from suite.assembly import build_parts
 from suite.checkpoint import load_latest_checkpoint, save_checkpoint
 from suite.distributed import DistContext
-from suite.metrics.inception import suite_cache_dir
+from suite.paths import inductor_dir
 from suite.sampler import NoiseSampler
 from suite.spec import RunSpec
 from suite.task import Task
@@ -110,5 +110,5 @@ def use_compile_cache() -> Path:
     """The folder of inductor's caches: ``$TORCHINDUCTOR_CACHE_DIR`` when set, else it is set to
     ``$SUITE_CACHE/inductor`` (the FX-graph, AOTAutograd and kernel caches all live under it)."""
     if not os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(suite_cache_dir() / "inductor")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(inductor_dir())
     return Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])

@@ -11,6 +11,13 @@ Conditioning is a mapping of tensors whose first dimension is the batch; it reac
 keyword arguments, ``net(x, noise_labels, **cond)`` (k-diffusion's convention), so class labels, signal
 tracks and text prefixes need nothing from the runner. ``docs/tasks.md`` walks through writing a task.
 
+Metrics come from the task config, one spelling for every task: ``metrics`` (name → options) is the set the
+task is scored by, ``fallback_metrics`` an optional set of labelled substitutes, and
+``use_fallback_metrics`` (``auto``, the default, ``true`` or ``false``) chooses between them: ``auto``
+takes the fallback set when a metric of ``metrics`` reports what it lacks on this machine
+(``Metric.problems``: weights, a checkpoint, a text model) and the run has the stand-in permission
+(``allow_stand_in``). A metric's ``task_keys`` (e.g. ``root``) default its options of the same names.
+
 The contract is declared, not discovered: a task class states its ``modality``, whether it is
 ``conditional`` (a class attribute, or a property where the config decides), its ``model_space`` (``fixed``
 data, or ``learned``: the objective encodes examples through the network's own parameters, e.g. token
@@ -260,14 +267,46 @@ class Task(ABC):
         """Reference examples in the same typed form as ``decode`` gives."""
         return self.decode(batch.x0, None)
 
-    def metrics(self, device: torch.device, cache_dir: Path) -> list[Metric]:
-        """The metrics of the config's ``metrics`` mapping (name → options), built through the registry."""
+    def _metric_set(self, key: str) -> dict[str, dict[str, Any]]:
+        """The config's metric mapping ``key`` (name → options), each metric's ``task_keys`` that the config
+        sets added as option defaults."""
         from suite.metrics import METRICS
 
-        configured = self.cfg.get("metrics") or {}
-        if not configured:
+        chosen = {}
+        for name, options in (self.cfg.get(key) or {}).items():
+            defaults = {
+                k: self.cfg.get(k) for k in METRICS.get(name).task_keys if self.cfg.get(k) is not None
+            }
+            chosen[str(name)] = {**defaults, **dict(options or {})}
+        return chosen
+
+    def metric_options(self) -> dict[str, dict[str, Any]]:
+        """The metrics this task is scored by, name → options: ``metrics``, or ``fallback_metrics`` as
+        ``use_fallback_metrics`` chooses (module docstring)."""
+        from suite.metrics import metric_problems
+
+        configured = self._metric_set("metrics")
+        if not self.cfg.get("fallback_metrics"):
+            return configured
+        choice = self.cfg.get("use_fallback_metrics", "auto")
+        if choice not in ("auto", True, False):
+            raise ValueError(f"task.use_fallback_metrics={choice!r}; valid: auto, true, false")
+        if choice is True or (choice == "auto" and self.allow_stand_in and metric_problems(configured)):
+            return self._metric_set("fallback_metrics")
+        return configured
+
+    def metrics(self, device: torch.device, cache_dir: Path) -> list[Metric]:
+        """The metrics of ``metric_options``, built through the registry; what one of them lacks on this
+        machine (``Metric.problems``) is a FileNotFoundError before anything is loaded."""
+        from suite.metrics import METRICS, metric_problems
+
+        chosen = self.metric_options()
+        if not chosen:
             raise ValueError(f"task {self.name!r} configures no metrics")
-        return [METRICS.get(name)(options or {}, device, cache_dir) for name, options in configured.items()]
+        problems = metric_problems(chosen)
+        if problems:
+            raise FileNotFoundError("; ".join(problems))
+        return [METRICS.get(name)(options, device, cache_dir) for name, options in chosen.items()]
 
 
 def augment_share(

@@ -42,10 +42,10 @@ from infonoise_modalities.image.formats import (
     write_cifar10,
     write_cifar10_standin,
 )
-from infonoise_modalities.image.mnist_sources import data_cache_dir
 from infonoise_modalities.image.networks import EDM_DDPMPP, UNet
 from infonoise_modalities.image.task import Images, ImageTask
 from suite.digest import file_digest
+from suite.paths import data_dir
 from suite.task import TASKS, Cond
 
 CIFAR_TRAIN_IMAGES = 50_000
@@ -86,7 +86,7 @@ def load_cifar10_images(cfg: Mapping[str, Any], allow_stand_in: bool) -> Images:
     root = cfg.get("root")
     if root is not None:
         return read_cifar10_images(find_root(root))
-    cache = data_cache_dir()
+    cache = data_dir()
     if (cache / CIFAR_FOLDER / CIFAR_TRAIN_BATCHES[0]).is_file():
         return read_cifar10_images(cache / CIFAR_FOLDER)
     if cfg.get("download"):
@@ -149,7 +149,7 @@ def cifar10_problems(cfg: Mapping[str, Any], allow_stand_in: bool) -> list[str]:
         except FileNotFoundError as err:
             return [str(err)]
         return [problem] if (problem := cifar10_problem(source)) else []
-    cache = data_cache_dir()
+    cache = data_dir()
     if (cache / CIFAR_FOLDER / CIFAR_TRAIN_BATCHES[0]).is_file():
         return [problem] if (problem := cifar10_problem(cache / CIFAR_FOLDER)) else []
     return [] if cfg.get("download") or allow_stand_in else [str(not_found_error(cache))]

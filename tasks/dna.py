@@ -17,10 +17,11 @@ the channels; reference examples decode exactly (a uniform column is N). Conditi
 the CAGE track (≥ 0); the null condition of classifier-free guidance is a track of −1
 (``infonoise_modalities.dna.network``).
 
-Metrics (``suite/metrics/sei.py``): Sei-FID against the reference split and DDSM's SP-MSE with the released
-Sei checkpoint (found under ``root`` after ``suite data dna``). ``offline_metrics`` swaps in the labelled
-``offline`` set (a Fréchet distance on a random-weight narrow Sei) when no checkpoint is at hand; ``auto``
-does so exactly when the data are the stand-in.
+Metrics (``infonoise_modalities/dna/sei.py``): Sei-FID against the reference split and DDSM's SP-MSE
+with the released Sei checkpoint (found under ``root`` after ``suite data dna``: the metrics take the
+task's ``root`` as a ``task_keys`` default). The labelled ``fallback_metrics`` (a Fréchet distance on a
+random-weight narrow Sei) stand in where no checkpoint is at hand and the stand-in is allowed
+(``use_fallback_metrics: auto``, the core's rule in ``suite.task``).
 """
 
 from __future__ import annotations
@@ -35,13 +36,10 @@ from torch import Tensor, nn
 
 from infonoise_modalities.dna import data as dna
 from infonoise_modalities.dna.network import SeqNet
-from suite.metrics import METRICS, Metric
-from suite.metrics.sei import SEI_CHECKPOINT, SEI_TARGET_NAMES, missing_sei_error
 from suite.task import TASKS, Batch, Cond, Split, Task, TaskData, content_fingerprint
 
 ENCODING = "one-hot A,C,G,T as [4, L] (N = 0.25 in each), decoded by argmax"
 CONDITIONING = "CAGE signal of the TSS strand, [N, 1, L]; null condition -1"
-SIGNAL_METRICS = ("sei-fid", "sp-mse")
 
 
 class WindowSplit(Split):
@@ -154,8 +152,8 @@ class DnaTask(Task):
         return (train_w, np.arange(n_train), reference_w, np.arange(n_reference), variant, True, source)
 
     def data_problems(self) -> list[str]:
-        """The prepared folder and its four files (``suite data dna``), or the stand-in permission; then the
-        Sei files that the signal metrics read from it unless their options name them."""
+        """The prepared folder and its four files (``suite data dna``), or the stand-in permission (the Sei
+        files that the metrics read from it are theirs to report: ``Metric.problems``)."""
         root = self._root()
         if root is None:
             detail = "no prepared promoter data configured (and budget.allow_stand_in is false)"
@@ -165,17 +163,7 @@ class DnaTask(Task):
         absent = [name for name in dna.PREPARED_FILES if not (root / name).is_file()]
         if absent:  # not prepared: one cause, whatever else the folder lacks
             return [str(dna.missing_data_error(root, f"{root} lacks {', '.join(absent)}"))]
-        if self._offline_metrics():
-            return []
-        problems: dict[str, None] = {}  # the two metrics read the same checkpoint: one line for it
-        needs = {"sei-fid": ("checkpoint",), "sp-mse": ("checkpoint", "target_names")}
-        defaults = {"checkpoint": SEI_CHECKPOINT, "target_names": SEI_TARGET_NAMES}
-        for name, options in (self.cfg.get("metrics") or {}).items():
-            for key in needs.get(name, ()):
-                default = defaults[key]
-                if dict(options or {}).get(key) is None and not (root / default).is_file():
-                    problems[str(missing_sei_error(root / default, default))] = None
-        return list(problems)
+        return []
 
     def load(self) -> TaskData:
         train_w, train, reference_w, reference, variant, stand_in, source = self._windows()
@@ -216,39 +204,13 @@ class DnaTask(Task):
     def decode_reference(self, batch: Batch) -> list[str]:
         return dna.bases_of_one_hot(batch.x0)
 
-    def _offline_metrics(self) -> bool:
-        choice = self.cfg.get("offline_metrics", "auto")
-        if choice == "auto":
-            return self._root() is None
-        if isinstance(choice, bool):
-            return choice
-        raise ValueError(f"task.offline_metrics={choice!r}; valid: auto, true, false")
-
-    def metrics(self, device: torch.device, cache_dir: Path) -> list[Metric]:
-        """The ``metrics`` set (Sei files defaulting to ``root``), or the ``offline`` set (see the module)."""
-        key = "offline" if self._offline_metrics() else "metrics"
-        configured = self.cfg.get(key) or {}
-        if not configured:
-            raise ValueError(f"task {self.name!r} configures no {key}")
-        if not self.conditional and "sp-mse" in configured:
-            raise ValueError(
-                "sp-mse compares sequences generated for the same signal; it needs conditional: true"
-            )
-        built = []
-        for name, options in configured.items():
-            options = dict(options or {})
-            if name in SIGNAL_METRICS and self._root() is not None:
-                options.setdefault("root", str(self._root()))
-            built.append(METRICS.get(name)(options, device, cache_dir))
-        return built
-
     @classmethod
     def example_data(cls, folder: Path, n: int) -> dict[str, Any]:
         """n TSS windows in DDSM's raw formats, prepared as ``suite data`` would; no Sei checkpoint, so the
-        offline metrics."""
+        fallback metrics."""
         raw = dna.write_example_raw(Path(folder) / "raw", n)
         dna.prepare(str(raw), Path(folder) / "prepared")
-        return {"root": str(Path(folder) / "prepared"), "n_tsses": n, "offline_metrics": True}
+        return {"root": str(Path(folder) / "prepared"), "n_tsses": n, "use_fallback_metrics": True}
 
     @classmethod
     def prepare(cls, source: str | None, dest: str, unpinned_archive: bool = False) -> None:

@@ -29,8 +29,8 @@ from infonoise_modalities.image.formats import (
     read_edm_archive,
     write_edm_standin,
 )
-from infonoise_modalities.image.mnist_sources import data_cache_dir
 from infonoise_modalities.image.task import Images
+from suite.paths import data_dir
 from suite.task import TASKS
 from tasks.cifar10 import EDMImageTask
 
@@ -64,7 +64,7 @@ class FFHQ64(EDMImageTask):
         if self.allow_stand_in:
             n = int(self.cfg.get("standin_images", 2048))
             path = cached_standin(
-                data_cache_dir(),
+                data_dir(),
                 "ffhq64",
                 n,
                 STANDIN_SEED,

@@ -61,10 +61,10 @@ from infonoise_modalities.text.data import (
     separator_id,
     token_cache,
 )
-from infonoise_modalities.text.mauve import PAPER_FEATURIZER, missing_model_error, model_available
+from infonoise_modalities.text.mauve import model_available
 from infonoise_modalities.text.network import LogitsSink, TextTransformer
-from suite.metrics import Metric
 from suite.objectives import GaussianX0Objective, Objective
+from suite.paths import tokens_dir
 from suite.task import TASKS, Batch, Split, Task, TaskData, content_fingerprint
 from suite.weighting import LossWeight
 
@@ -213,8 +213,8 @@ class OpenWebText(Task):
         return loaded, loaded.num_documents != OPENWEBTEXT_DOCUMENTS
 
     def data_problems(self) -> list[str]:
-        """OpenWebText's folder, the tokenizer and the metrics' text models, each where no stand-in may
-        take its place (without the stand-in permission)."""
+        """OpenWebText's folder and the tokenizer, each where no stand-in may take its place (without the
+        stand-in permission); the metrics' text models are theirs to report (``Metric.problems``)."""
         problems = []
         corpus, root = str(self.cfg.get("corpus", "openwebtext")), self.cfg.get("root")
         if corpus == "openwebtext" and root and not Path(str(root)).expanduser().is_dir():
@@ -231,13 +231,6 @@ class OpenWebText(Task):
                 "save_pretrained on a machine with internet and pass task.tokenizer=<that folder>, set "
                 "task.download=true, or budget.allow_stand_in=true for the MiniLM stand-in"
             )
-        models = set()  # MAUVE and generative perplexity read the same GPT-2 by default: one line for it
-        for name, options in (self.cfg.get("metrics") or {}).items():
-            opts = dict(options or {})
-            if name in ("mauve", "gen-ppl") and not opts.get("download", False):
-                models.add(str(opts.get("featurizer", opts.get("model", PAPER_FEATURIZER))))
-        absent = FileNotFoundError("not a folder nor in the local cache")
-        problems += [str(missing_model_error(m, absent)) for m in sorted(models) if not model_available(m)]
         return problems
 
     def _tokenizer_for(self) -> tuple[Any, bool]:
@@ -258,7 +251,7 @@ class OpenWebText(Task):
     def load(self) -> TaskData:
         corpus, corpus_stand_in = self._corpus()
         tokenizer, tokenizer_stand_in = self._tokenizer_for()
-        cache_dir = self.cfg.get("cache_dir") or _default_cache_dir()
+        cache_dir = self.cfg.get("cache_dir") or tokens_dir()
         caches = {
             split: token_cache(corpus, split, tokenizer, cache_dir, log=print)
             for split in ("train", "validation")
@@ -402,30 +395,3 @@ class OpenWebText(Task):
         """Each reference document as its prompt followed by its real continuation: the document truncated
         to ``seq_len`` tokens."""
         return self.decode_generated(batch.x0, None, batch.cond)
-
-    def metrics(self, device: torch.device, cache_dir: Path) -> list[Metric]:
-        """The configured metrics, checked before training: a text model (the GPT-2 featuriser) that is
-        neither available offline nor allowed to download is replaced by ``standin_metrics`` with the
-        stand-in permission, and is an error (saying what to download) without it."""
-        from suite.metrics import METRICS
-
-        configured = dict(self.cfg.get("metrics") or {})
-        specs = {
-            str(opts.get("featurizer", opts.get("model", PAPER_FEATURIZER)))
-            for name, opts in ((n, dict(o or {})) for n, o in configured.items())
-            if name in ("mauve", "gen-ppl") and not opts.get("download", False)
-        }
-        missing = sorted(spec for spec in specs if not model_available(spec))
-        if missing and self.allow_stand_in:
-            configured = dict(self.cfg.get("standin_metrics") or {})
-        elif missing:
-            raise missing_model_error(missing[0], FileNotFoundError("not a folder nor in the local cache"))
-        if not configured:
-            raise ValueError(f"task {self.name!r} configures no metrics")
-        return [METRICS.get(name)(options or {}, device, cache_dir) for name, options in configured.items()]
-
-
-def _default_cache_dir() -> Path:
-    from suite.metrics.inception import suite_cache_dir
-
-    return suite_cache_dir() / "tokens"

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from infonoise_modalities.image.idx import load_idx_images
-
-
-def data_cache_dir() -> Path:
-    """``$SUITE_DATA`` or ``~/.cache/infonoise-suite/data``: where downloads go."""
-    return Path(os.environ.get("SUITE_DATA", "~/.cache/infonoise-suite/data")).expanduser()
+from suite import paths
 
 
 def idx_folders(root: str | None, torchvision_name: str) -> list[Path]:
@@ -40,7 +35,7 @@ def missing_root_error(root: str, files: str, torchvision_name: str) -> FileNotF
 
 def torchvision_download(dataset: Callable[..., object], name: str) -> Path:
     """Download the training split with torchvision into the data cache; returns its raw folder."""
-    target = data_cache_dir()
+    target = paths.data_dir()
     target.mkdir(parents=True, exist_ok=True)
     dataset(root=str(target), train=True, download=True)
     return target / name / "raw"

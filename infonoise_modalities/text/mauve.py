@@ -78,6 +78,14 @@ def model_available(spec: str) -> bool:
     return True
 
 
+def model_problems(spec: str, options: Mapping[str, Any]) -> list[str]:
+    """The missing-model error of ``spec`` when it does not load offline and the metric's ``download``
+    option does not allow fetching it; else nothing."""
+    if options.get("download", False) or model_available(spec):
+        return []
+    return [str(missing_model_error(spec, FileNotFoundError("not a folder nor in the local cache")))]
+
+
 class TextModel:
     """A tokenizer and model loaded from a folder or hub name, for features and perplexities.
 
@@ -209,6 +217,11 @@ class MauveMetric(Metric):
     default_featurizer = PAPER_FEATURIZER
     reads = "matched"
 
+    @classmethod
+    def problems(cls, options: Mapping[str, Any]) -> list[str]:
+        """The featuriser's text model, unless ``download`` lets it be fetched."""
+        return model_problems(str(options.get("featurizer", cls.default_featurizer)), options)
+
     def __init__(self, options: Mapping[str, Any], device: torch.device, cache_dir: Path) -> None:
         super().__init__(options, device, cache_dir)
         self.featurizer = str(self.options.get("featurizer", self.default_featurizer))
@@ -326,6 +339,11 @@ class GenerativePerplexity(Metric):
     ``max_length``, ``batch_size``, ``download``."""
 
     reads = "generated"
+
+    @classmethod
+    def problems(cls, options: Mapping[str, Any]) -> list[str]:
+        """The causal LM, unless ``download`` lets it be fetched."""
+        return model_problems(str(options.get("model", PAPER_FEATURIZER)), options)
 
     def __init__(self, options: Mapping[str, Any], device: torch.device, cache_dir: Path) -> None:
         super().__init__(options, device, cache_dir)

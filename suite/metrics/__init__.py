@@ -1,19 +1,28 @@
 """The metric registry: quality numbers computed from decoded samples against a task's reference split.
 
 A metric is one module of ``suite/metrics/``, a modality's metrics module
-(``infonoise_modalities.text.mauve``, ``infonoise_modalities.points.metrics``; imported by name on the first
-lookup, as the task plugins are, so the core never imports a modality library), or a module of a third-party
+(``infonoise_modalities.image.fid``, ``infonoise_modalities.dna.sei``, ``infonoise_modalities.text.mauve``,
+``infonoise_modalities.points.metrics``; imported by name on the first lookup, as the task plugins are, so
+the core never imports a modality library), or a module of a third-party
 package, through the entry-point group ``infonoise_suite.metrics``, that decorates a ``Metric`` subclass
 with ``@METRICS.register("name")``; a task lists the metrics it is scored by in its config (``metrics:
-{name: {options}}``). Each metric says which published table its number joins, if any (``INFONOISE_TABLE``
-for the paper's metrics with their real featurisers), and which metric it stands in for, if any
-(:class:`MetricSpec`); a task's own metric does neither.
+{name: {options}}``; ``suite.task.Task.metric_options`` chooses between that set and a labelled
+``fallback_metrics`` set). Each metric says which published table its number joins, if any
+(``INFONOISE_TABLE`` for the paper's metrics with their real featurisers), and which metric it stands in
+for, if any (:class:`MetricSpec`); a task's own metric does neither.
+
+Before a run starts, a metric says what it lacks on this machine (``Metric.problems``: weights, checkpoints,
+models, from file names and caches without loading them), as a task reports its data problems, so the
+preflight asks the configured metrics and a task falls back to its ``fallback_metrics`` on its stand-in
+permission. A metric names the task config keys it takes as option defaults (``Metric.task_keys``, e.g. a
+data folder holding its checkpoint), and the parts of it that ``suite bench eval`` times beside its whole
+call (``Metric.bench_parts``).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -79,9 +88,21 @@ class Metric(ABC):
     set, ``EvalInputs.reference``), ``"matched"`` (the real examples of the generated samples' conditions,
     ``EvalInputs.matched``, for a conditional task; the reference set for an unconditional one) or
     ``"generated"`` (none: the generated samples alone).
+
+    ``task_keys`` names the task config keys whose values are the defaults of options of the same name
+    (``root``: the task's data folder, where a metric may find its checkpoint); a key the task config does
+    not set is left out.
     """
 
     reads: ClassVar[str] = "reference"
+    task_keys: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def problems(cls, options: Mapping[str, Any]) -> list[str]:
+        """What this metric, configured with ``options``, lacks on this machine before a run starts
+        (weights, checkpoints, models), one line each naming what to download and where to put it; read
+        from file names and caches, without loading anything. None by default."""
+        return []
 
     def __init__(self, options: Mapping[str, Any], device: torch.device, cache_dir: Path) -> None:
         self.options = dict(options)
@@ -97,9 +118,30 @@ class Metric(ABC):
     def __call__(self, inputs: EvalInputs) -> dict[str, float]:
         """{"value": the number, plus optional extras such as "std" or "n_seeds"}."""
 
+    def bench_parts(self) -> dict[str, Callable[[], dict[str, float]]]:
+        """Parts of this metric that ``suite bench eval`` times beside its whole call: the row's label →
+        a function that runs the part once and returns its ``seconds``, ``n`` (items processed) and
+        ``value``; a label that several metrics give is timed once. None by default."""
+        return {}
+
+
+def metric_problems(configured: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The problems of the configured metrics (name → options), each line once: several metrics that read
+    one file (a checkpoint) say so once."""
+    found: dict[str, None] = {}
+    for name, options in configured.items():
+        found.update(dict.fromkeys(METRICS.get(name).problems(options)))
+    return list(found)
+
 
 METRICS: Registry[Metric] = Registry(
     "metric",
-    packages=("suite.metrics", "infonoise_modalities.text.mauve", "infonoise_modalities.points.metrics"),
+    packages=(
+        "suite.metrics",
+        "infonoise_modalities.image.fid",
+        "infonoise_modalities.dna.sei",
+        "infonoise_modalities.text.mauve",
+        "infonoise_modalities.points.metrics",
+    ),
     entry_point_group="infonoise_suite.metrics",
 )

@@ -2,11 +2,12 @@
 
 A featuriser maps a task's typed samples (what ``Task.decode`` gives) to one feature matrix [n, d] per layer
 it offers; it is a :class:`Featurizer` subclass registered with ``@FEATURIZERS.register("name")`` in a
-module of ``suite/metrics/``, of ``infonoise_modalities.text.mauve`` (imported by name on the first lookup),
+module of ``suite/metrics/``, of ``infonoise_modalities.dna.sei`` or ``infonoise_modalities.text.mauve``
+(imported by name on the first lookup),
 or of another package, through the entry-point group ``infonoise_suite.featurizers``. Registered here:
-``identity`` (the samples themselves, flattened); in ``suite/metrics/sei.py``: ``sei`` (the released Sei, both
-layers) and ``random-sei`` (a random-weight Sei); in ``infonoise_modalities.text.mauve``: ``gpt2-large`` and
-``minilm``.
+``identity`` (the samples themselves, flattened); in ``infonoise_modalities/dna/sei.py``: ``sei``
+(the released Sei, both layers) and ``random-sei`` (a random-weight Sei); in
+``infonoise_modalities.text.mauve``: ``gpt2-large`` and ``minilm``.
 
 The distance of :class:`FrechetMetric` is the exact Fréchet distance of ``suite.metrics.frechet`` (Heusel
 et al. 2017's FD, computed in sample space when the features outnumber the samples). A task whose metric is
@@ -20,14 +21,15 @@ the featuriser's first) being the row's value, and each beside its real-vs-real 
 the distance between two disjoint halves of the reference set (a fixed random split, seed 0), computed once
 per reference set, which gives the value a scale (a reference of fewer than 4 examples has no floor). The
 floor compares half-size sets, so it sits above the floor of full-size sets. FID keeps torch-fidelity's
-code path (``suite/metrics/fid.py``) and MAUVE mauve-text's (``infonoise_modalities/text/mauve.py``).
+code path (``infonoise_modalities/image/fid.py``) and MAUVE mauve-text's
+(``infonoise_modalities/text/mauve.py``).
 """
 
 from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -35,11 +37,12 @@ import numpy as np
 import torch
 
 from suite.metrics import METRICS, EvalInputs, Metric, MetricSpec
-from suite.metrics.frechet import frechet_distance
+from suite.metrics.frechet import frechet_distance, time_frechet
 from suite.registry import Registry
 
 FLOOR_SEED = 0
 MIN_HALF = 2
+BENCH_N = 2_000  # samples per set in the Fréchet core that suite bench eval times
 
 
 class Featurizer(ABC):
@@ -58,7 +61,7 @@ class Featurizer(ABC):
 
 FEATURIZERS: Registry[Featurizer] = Registry(
     "featuriser",
-    packages=("suite.metrics", "infonoise_modalities.text.mauve"),
+    packages=("suite.metrics", "infonoise_modalities.dna.sei", "infonoise_modalities.text.mauve"),
     entry_point_group="infonoise_suite.featurizers",
 )
 
@@ -102,9 +105,12 @@ class FrechetMetric(Metric):
 
     Options: ``featurizer`` (a registered name; a subclass may fix it as ``featurizer_name``), ``layer``
     (the row's value; default the featuriser's first layer), and the featuriser's own options.
+    ``bench_dim`` (a subclass's) is the feature dimension at which ``suite bench eval`` times the Fréchet
+    core on two random sets of ``BENCH_N`` rows; None: no such part.
     """
 
     featurizer_name: ClassVar[str | None] = None
+    bench_dim: ClassVar[int | None] = None
 
     def __init__(self, options: Mapping[str, Any], device: torch.device, cache_dir: Path) -> None:
         super().__init__(options, device, cache_dir)
@@ -125,6 +131,15 @@ class FrechetMetric(Metric):
     def spec(self) -> MetricSpec:
         label = f"Fréchet distance ({self.featurizer_label} features, layer {self.layer})"
         return MetricSpec(f"fd-{self.featurizer_label}", higher_is_better=False, label=label, scale="log")
+
+    def bench_parts(self) -> dict[str, Callable[[], dict[str, float]]]:
+        """The Fréchet core at ``bench_dim`` features, when the subclass sets it."""
+        if self.bench_dim is None:
+            return {}
+        d = self.bench_dim
+        return {
+            f"Fréchet core (d={d}, n={BENCH_N})": lambda: time_frechet(d=d, n=BENCH_N, device=self.device)
+        }
 
     def floors(self, reference: Any) -> dict[str, float]:
         """{layer: FD between the features of two disjoint halves of ``reference``}, memoised by content."""

@@ -22,7 +22,7 @@ import torch._inductor.config as inductor_config
 from torch._inductor.utils import fresh_cache
 
 from suite.config import compose_run
-from suite.metrics.inception import suite_cache_dir
+from suite.paths import inductor_dir
 from suite.spec import SpecError, run_spec
 from suite.task import TASKS
 from suite.training import Trainer
@@ -63,14 +63,14 @@ def relative_error(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
 
 @pytest.mark.slow
 def test_compiled_training_equals_eager_within_bf16_tolerance(tmp_path, monkeypatch):
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(suite_cache_dir() / "inductor"))  # what runs share
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(inductor_dir()))  # what runs share
     eager = trainer(SMALLEST, tmp_path, "false")
     compiled = trainer(SMALLEST, tmp_path, "true")
     assert compiled.state.compiled and not eager.state.compiled
     losses, grads, weights = steps(eager)
     c_losses, c_grads, c_weights = steps(compiled)
     assert compiled.compile_warning is None and compiled.compile_seconds > 0
-    assert compiled.compile_record()["cache"] == str(suite_cache_dir() / "inductor")
+    assert compiled.compile_record()["cache"] == str(inductor_dir())
     torch.testing.assert_close(c_losses, losses, rtol=BF16_RTOL, atol=0)
     assert len(c_grads) == len(grads) and relative_error(c_grads, grads) < BF16_RTOL
     assert relative_error(c_weights, weights) < BF16_RTOL * 1e-2  # a few tiny Adam steps from one init

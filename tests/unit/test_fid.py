@@ -24,8 +24,8 @@ from torch_fidelity.utils import (
     extract_featuresdict_from_input_id,
 )
 
-from suite.metrics import EvalInputs, inception
-from suite.metrics.fid import (
+from infonoise_modalities.image import inception
+from infonoise_modalities.image.fid import (
     FIDMetric,
     FrechetDistance,
     ImageTensorDataset,
@@ -35,7 +35,7 @@ from suite.metrics.fid import (
     weights_digest,
     write_reference_statistics,
 )
-from suite.metrics.inception import (
+from infonoise_modalities.image.inception import (
     CONVERTED_WEIGHTS_NAME,
     find_fid_helper_torchscript,
     hub_weights_path,
@@ -43,6 +43,7 @@ from suite.metrics.inception import (
     load_inception_weights,
     resolve_inception_weights,
 )
+from suite.metrics import EvalInputs
 from tests.helpers import fid_extractor
 from tests.helpers.payloads import MakeDirOnUnpickle
 
@@ -408,7 +409,7 @@ def test_frechet_distance_matches_torch_fidelity_formula(n):
     """Our symmetric trace term equals torch-fidelity's eigvals(Σ₁Σ₂) formula (n < d and n > d)."""
     from torch_fidelity.metric_fid import fid_features_to_statistics, fid_statistics_to_metric
 
-    from suite.metrics.fid import frechet_distance
+    from infonoise_modalities.image.fid import frechet_distance
 
     rng = np.random.default_rng(3)
     d = 64
@@ -478,7 +479,7 @@ def test_cached_statistics_that_are_not_statistics_are_refused_before_a_distance
 
 def test_the_statistics_of_fewer_samples_than_features_pass_the_checks():
     """A covariance of n < d features is singular, with round-off eigenvalues of either sign."""
-    from suite.metrics.fid import statistics_problem
+    from infonoise_modalities.image.fid import statistics_problem
 
     features = np.random.default_rng(0).normal(size=(5, 32)) * 1e3
     sigma = np.cov(features, rowvar=False)
@@ -515,7 +516,7 @@ OTHER_EXTRACTORS = sorted(set(FEATURE_EXTRACTORS_REGISTRY) - {"inception-v3-comp
 def test_every_other_extractors_weights_with_a_reduce_payload_never_run_it(extractor, isolated_caches):
     """Every extractor torch-fidelity has (and the test plugin's): its weights file holding a pickled
     object is refused naming the file before torch-fidelity could read it, and the payload never runs."""
-    from suite.metrics.extractor_weights import vgg16_hub_path
+    from infonoise_modalities.image.extractor_weights import vgg16_hub_path
 
     marker = isolated_caches / "payload-ran"
     weights = isolated_caches / "mine" / f"{extractor}.pth"
@@ -546,7 +547,7 @@ def test_every_other_extractors_weights_with_a_reduce_payload_never_run_it(extra
 
 
 def test_vgg16_without_weights_names_the_download_and_where_it_goes(isolated_caches):
-    from suite.metrics.extractor_weights import VGG16_URL, vgg16_hub_path
+    from infonoise_modalities.image.extractor_weights import VGG16_URL, vgg16_hub_path
 
     with pytest.raises(FileNotFoundError) as err:
         FrechetDistance("vgg16", cuda=False)

@@ -278,8 +278,8 @@ def test_fid_ref_writes_edm_layout_statistics_and_calc_scores_a_folder_as_an_eva
 ):
     import torch
 
+    from infonoise_modalities.image.fid import FrechetDistance
     from suite.cli import main
-    from suite.metrics.fid import FrechetDistance
     from tests.helpers import fid_extractor  # noqa: F401  (registers the test extractor "rand-test" with torch-fidelity)
 
     rng = np.random.default_rng(0)

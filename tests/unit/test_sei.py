@@ -6,9 +6,8 @@ import pytest
 import torch
 from scipy.interpolate import splev
 
-from suite.metrics import METRICS, EvalInputs
-from suite.metrics import sei as sei_module
-from suite.metrics.sei import (
+from infonoise_modalities.dna import sei as sei_module
+from infonoise_modalities.dna.sei import (
     DDSM_RECORD,
     SEI_CHECKPOINT,
     WIDTHS,
@@ -19,6 +18,7 @@ from suite.metrics.sei import (
     one_hot,
     pad_to_sei,
 )
+from suite.metrics import METRICS, EvalInputs
 
 CPU = torch.device("cpu")
 

@@ -214,10 +214,10 @@ def test_a_missing_featuriser_is_an_error_before_training_unless_a_stand_in_is_a
 
     metrics = {"mauve": {"featurizer": str(tmp_path / "gpt2-large")}}
     standin = {"mauve-minilm": {}}
-    strict = OpenWebText({"metrics": metrics, "standin_metrics": standin, "allow_stand_in": False})
+    strict = OpenWebText({"metrics": metrics, "fallback_metrics": standin, "allow_stand_in": False})
     with pytest.raises(FileNotFoundError, match=r"hf download"):
         strict.metrics(torch.device("cpu"), tmp_path)
-    relaxed = OpenWebText({"metrics": metrics, "standin_metrics": standin, "allow_stand_in": True})
+    relaxed = OpenWebText({"metrics": metrics, "fallback_metrics": standin, "allow_stand_in": True})
     [metric] = relaxed.metrics(torch.device("cpu"), tmp_path)
     assert metric.spec.name == "mauve-minilm" and metric.spec.substitutes == "mauve"
 

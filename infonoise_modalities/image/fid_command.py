@@ -2,11 +2,12 @@
 against such a file, as EDM's ``fid.py ref`` and ``fid.py calc`` do (Karras et al. 2022).
 
 ``suite fid ref --data DIR_OR_TASK --dest FILE.npz`` writes the statistics of a set of images in EDM's
-reference layout, an ``.npz`` of float64 ``mu`` [d] and ``sigma`` [d, d] (``suite.metrics.fid``), so that
-EDM's published ``cifar10-32x32.npz`` and the suite's files are interchangeable. DIR is a folder of images
-(PNG, JPEG, BMP, WebP; searched recursively, read in sorted path order) or an EDM ``.zip`` archive; TASK
-is a task name, whose reference split the suite scores against: the examples ``budget.eval.reference`` of
-``--budget`` picks (the ``paper`` budget: the whole split), decoded as evaluation decodes them.
+reference layout, an ``.npz`` of float64 ``mu`` [d] and ``sigma`` [d, d]
+(``infonoise_modalities.image.fid``), so that EDM's published ``cifar10-32x32.npz`` and the suite's files
+are interchangeable. DIR is a folder of images (PNG, JPEG, BMP, WebP; searched recursively, read in
+sorted path order) or an EDM ``.zip`` archive; TASK is a task name, whose reference split the suite
+scores against: the examples ``budget.eval.reference`` of ``--budget`` picks (the ``paper`` budget: the
+whole split), decoded as evaluation decodes them.
 
 ``suite fid calc --images DIR --ref FILE.npz`` scores the images of DIR (as above; at least 2) against the
 statistics of FILE (read with ``numpy.load(allow_pickle=False)``, refused with a message naming the file if
@@ -30,7 +31,7 @@ import torch
 from torch import Tensor
 
 if TYPE_CHECKING:
-    from suite.metrics.fid import FrechetDistance
+    from infonoise_modalities.image.fid import FrechetDistance
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
 
@@ -88,7 +89,7 @@ def task_reference(task: str, budget: str, overrides: list[str]) -> Tensor:
 
 
 def _distance(args: argparse.Namespace) -> FrechetDistance:
-    from suite.metrics.fid import FrechetDistance
+    from infonoise_modalities.image.fid import FrechetDistance
 
     cuda = {"auto": None, "cpu": False, "cuda": True}[args.device]
     return FrechetDistance(args.feature_extractor, args.weights, args.batch_size, cuda)
@@ -96,8 +97,8 @@ def _distance(args: argparse.Namespace) -> FrechetDistance:
 
 def ref_main(args: argparse.Namespace) -> int:
     """``suite fid ref``: write the statistics of ``args.data`` (a folder, zip or task) to ``args.dest``."""
+    from infonoise_modalities.image.fid import write_reference_statistics
     from suite.config import group_options
-    from suite.metrics.fid import write_reference_statistics
 
     is_task = not Path(args.data).exists() and args.data in group_options("task")
     images = task_reference(args.data, args.budget, args.overrides) if is_task else read_images(args.data)
@@ -113,8 +114,8 @@ def ref_main(args: argparse.Namespace) -> int:
 
 def calc_main(args: argparse.Namespace) -> int:
     """``suite fid calc``: print the distance of the images ``args.images`` to the statistics ``args.ref``."""
+    from infonoise_modalities.image.fid import frechet_distance, read_reference_statistics
     from suite.evaluation import finite_result
-    from suite.metrics.fid import frechet_distance, read_reference_statistics
 
     if not Path(args.ref).is_file():
         raise FileNotFoundError(

@@ -358,6 +358,23 @@ def _checkpoint_option(options: Mapping[str, Any], key: str, default_name: str) 
     return Path(value).expanduser()
 
 
+def default_file_problems(options: Mapping[str, Any], files: Mapping[str, str]) -> list[str]:
+    """For each file option (``files``: option → default file name) left unset, the missing-file error of
+    its default ``<root>/<name>`` when no such file exists; an option that is set is the preflight's."""
+    problems = []
+    for key, default_name in files.items():
+        if options.get(key) is not None:
+            continue
+        try:
+            path = _checkpoint_option(options, key, default_name)
+        except FileNotFoundError as err:
+            problems.append(str(err))
+            continue
+        if not path.is_file():
+            problems.append(str(missing_sei_error(path, default_name)))
+    return problems
+
+
 def _check_sequences(samples: Any, what: str) -> None:
     if not isinstance(samples, (list, tuple)) or not samples or not isinstance(samples[0], str):
         raise ValueError(f"Sei metrics take base strings; {what} is {type(samples).__name__}")
@@ -417,6 +434,13 @@ class SeiFID(FrechetMetric):
     their real-vs-real floors. Options: those of ``sei`` and ``layer`` (predictions | spline)."""
 
     featurizer_name = "sei"
+    task_keys = ("root",)
+    bench_dim = WIDTHS["full"].targets
+
+    @classmethod
+    def problems(cls, options: Mapping[str, Any]) -> list[str]:
+        """The released checkpoint, where ``checkpoint`` is unset: under ``root``."""
+        return default_file_problems(options, {"checkpoint": SEI_CHECKPOINT})
 
     @property
     def spec(self) -> MetricSpec:
@@ -433,6 +457,7 @@ class RandomFeatureFD(FrechetMetric):
     Sei-FID). Options: those of ``random-sei`` and ``layer``."""
 
     featurizer_name = "random-sei"
+    bench_dim = WIDTHS["full"].targets  # timed at the released network's size, where the cost lies
 
     @property
     def spec(self) -> MetricSpec:
@@ -446,10 +471,23 @@ class RandomFeatureFD(FrechetMetric):
 @METRICS.register("sp-mse")
 class PromoterSeiMSE(Metric):
     """DDSM's SP-MSE. Options: ``checkpoint`` and ``target_names`` (defaults under ``root``), ``batch_size``,
-    ``trust_pickle``. Needs ``EvalInputs.matched`` (a conditional task)."""
+    ``trust_pickle``. Needs ``EvalInputs.matched``: a conditional task (the task's ``conditional``)."""
+
+    task_keys = ("root", "conditional")
+
+    @classmethod
+    def problems(cls, options: Mapping[str, Any]) -> list[str]:
+        """The released checkpoint and its target names, where unset: under ``root``."""
+        return default_file_problems(
+            options, {"checkpoint": SEI_CHECKPOINT, "target_names": SEI_TARGET_NAMES}
+        )
 
     def __init__(self, options: Mapping[str, Any], device: torch.device, cache_dir: Path) -> None:
         super().__init__(options, device, cache_dir)
+        if self.options.get("conditional") is False:
+            raise ValueError(
+                "sp-mse compares sequences generated for the same signal; it needs task.conditional: true"
+            )
         self.checkpoint = _checkpoint_option(self.options, "checkpoint", SEI_CHECKPOINT)
         if not self.checkpoint.is_file():
             raise missing_sei_error(self.checkpoint)

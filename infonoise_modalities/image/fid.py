@@ -14,10 +14,10 @@ When the generated set has n < d samples, Σ₁ = XᵀX/(n−1) with X the centr
 eigenvalues of Σ₁Σ₂ are those of the n×n matrix XΣ₂Xᵀ/(n−1): one small eigendecomposition.
 
 The Inception weights are read by the suite with `torch.load(weights_only=True)` when the distance is built
-(`suite.metrics.inception.load_inception_weights`; a file holding any other object is refused there) and
-given to torch-fidelity's extractor as an in-memory archive of those tensors, never as a file path; so are
-the weights of any other extractor (`suite.metrics.extractor_weights`: VGG16's read the same way, CLIP's
-and DINOv2's refused).
+(`infonoise_modalities.image.inception.load_inception_weights`; a file holding any other object is
+refused there) and given to torch-fidelity's extractor as an in-memory archive of those tensors, never as a
+file path; so are the weights of any other extractor (`infonoise_modalities.image.extractor_weights`:
+VGG16's read the same way, CLIP's and DINOv2's refused).
 
 Reference statistics are cached by the suite, not by torch-fidelity, whose cache (`cache=True`) reads its
 `.pt` files with `torch.load` and `weights_only` off: a file placed in a shared cache would run as code. The
@@ -64,14 +64,17 @@ from torch_fidelity.utils import (
     resolve_feature_layer_for_metric,
 )
 
-from suite.metrics import INFONOISE_TABLE, METRICS, EvalInputs, Metric, MetricSpec
-from suite.metrics.extractor_weights import load_extractor_weights, weights_archive
-from suite.metrics.inception import (
+from infonoise_modalities.image.extractor_weights import load_extractor_weights, weights_archive
+from infonoise_modalities.image.inception import (
+    CONVERTED_WEIGHTS_NAME,
+    find_fid_helper_torchscript,
+    hub_weights_path,
     inception_weights_archive,
     load_inception_weights,
     resolve_inception_weights,
-    suite_cache_dir,
 )
+from suite import paths
+from suite.metrics import INFONOISE_TABLE, METRICS, EvalInputs, Metric, MetricSpec
 from suite.stopping import check
 from suite.watch import progress_enabled
 
@@ -271,7 +274,7 @@ class FrechetDistance:
     included) and read here with `load_inception_weights` (ValueError naming the file if it is not a plain
     tensor archive of the Inception-v3 weights); any other extractor's are read by `load_extractor_weights`.
     `cuda` defaults to `torch.cuda.is_available()`; `cache_dir` (the suite's cache, which holds the reference
-    statistics) defaults to `suite_cache_dir()`.
+    statistics) defaults to `suite.paths.cache_dir()`.
     """
 
     def __init__(
@@ -293,7 +296,7 @@ class FrechetDistance:
         self.layer: str = resolve_feature_layer_for_metric("fid", feature_extractor=feature_extractor)
         self.batch_size = int(batch_size)
         self.cuda = torch.cuda.is_available() if cuda is None else bool(cuda)
-        self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else suite_cache_dir()
+        self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else paths.cache_dir()
         self._weights_archive: bytes | None = None  # what the extractor reads: tensors the suite wrote
         if feature_extractor == INCEPTION_EXTRACTOR:
             self.weights_path: Path | None = resolve_inception_weights(weights_path, cache_dir=self.cache_dir)
@@ -412,6 +415,23 @@ def frechet_distance(features: np.ndarray, mu_ref: np.ndarray, sigma_ref: np.nda
 class FIDMetric(Metric):
     """FID of decoded uint8 images against the reference split's images (options: ``feature_extractor``,
     ``weights_path``, ``batch_size``); any extractor but Inception-v3 gives a labelled ``fd-<extractor>``."""
+
+    @classmethod
+    def problems(cls, options: Mapping[str, Any]) -> list[str]:
+        """With the standard Inception-v3 and no ``weights_path`` (a set path is the preflight's file
+        check): the weights, where none of the places ``resolve_inception_weights`` looks in holds them."""
+        if options.get("weights_path") is not None:
+            return []
+        if options.get("feature_extractor", INCEPTION_EXTRACTOR) != INCEPTION_EXTRACTOR:
+            return []
+        converted = paths.cache_dir() / CONVERTED_WEIGHTS_NAME
+        if hub_weights_path().is_file() or converted.is_file() or find_fid_helper_torchscript():
+            return []
+        try:
+            resolve_inception_weights()
+        except FileNotFoundError as err:
+            return [str(err)]
+        return []
 
     def __init__(self, options: Mapping[str, Any], device: torch.device, cache_dir: Path) -> None:
         super().__init__(options, device, cache_dir)

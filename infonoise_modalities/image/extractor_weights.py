@@ -31,7 +31,7 @@ import torch
 import torchvision
 from torch import Tensor, nn
 
-from suite.metrics.inception import read_state_dict
+from infonoise_modalities.image.inception import read_state_dict
 
 VGG16 = "vgg16"
 VGG16_URL: str = torchvision.models.VGG16_Weights.IMAGENET1K_V1.url

