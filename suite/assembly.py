@@ -52,10 +52,12 @@ def build_model(spec: RunSpec, task: Task, device: torch.device | str = "cpu") -
             net = task.build_network(task.network)
     else:
         net = task.build_network(task.network)
-    model = EDMDenoiser(net, spec.diffusion.sigma_data).to(device)
-    if wants_channels_last(net, spec.budget.channels_last):
-        model = model.to(memory_format=torch.channels_last)
-    return model
+    layout = (
+        torch.channels_last
+        if wants_channels_last(net, spec.budget.channels_last)
+        else torch.contiguous_format
+    )
+    return EDMDenoiser(net, spec.diffusion.sigma_data, layout).to(device, memory_format=layout)
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 A checkpoint ``checkpoints/ckpt-<nimg>.pt`` holds everything the loop needs to continue bit for bit:
 network, EMA, optimiser and sampler state dicts, processed examples (which fix the data position and
-every random draw, see ``suite.training``), wall time and the config hash. Every piece is a plain
+every random draw, see ``suite.step``), wall time and the config hash. Every piece is a plain
 container (dict, list, tuple) of tensors, strings, numbers, booleans and None: :func:`save_checkpoint`
 refuses anything else, naming where it sits in the state, and checkpoints are read with
 ``torch.load(weights_only=True)``, which builds no other object, so loading a checkpoint cannot run

@@ -20,15 +20,20 @@ class EDMDenoiser(nn.Module):
     """D(x; σ) = c_skip·x + c_out·F(c_in·x; ¼ ln σ), the preconditioned wrapper of a raw network.
 
     The preconditioning is computed in float32; the raw network's output (bfloat16 under autocast) is
-    cast to float32 before it is scaled, so D is always float32.
+    cast to float32 before it is scaled, so D is always float32. ``memory_format`` is the layout its
+    parameters are kept in and its inputs are given in (``torch.channels_last`` for the image U-Nets that
+    ask for it, else ``torch.contiguous_format``).
     """
 
-    def __init__(self, net: nn.Module, sigma_data: float) -> None:
+    def __init__(
+        self, net: nn.Module, sigma_data: float, memory_format: torch.memory_format = torch.contiguous_format
+    ) -> None:
         super().__init__()
         if not sigma_data > 0:
             raise ValueError(f"sigma_data must be positive, got {sigma_data}")
         self.net = net
         self.sigma_data = float(sigma_data)
+        self.memory_format = memory_format
 
     def forward(self, x: Tensor, sigma: Tensor, **cond: Tensor) -> Tensor:
         """D(x; σ) for x of shape [N, ...] and σ of shape [N] (a single σ broadcasts to the batch); the

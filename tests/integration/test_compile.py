@@ -69,8 +69,8 @@ def test_compiled_training_equals_eager_within_bf16_tolerance(tmp_path, monkeypa
     assert compiled.state.compiled and not eager.state.compiled
     losses, grads, weights = steps(eager)
     c_losses, c_grads, c_weights = steps(compiled)
-    assert compiled.compile_warning is None and compiled.compile_seconds > 0
-    assert compiled.compile_record()["cache"] == str(inductor_dir())
+    assert compiled.train_step.warning is None and compiled.train_step.seconds > 0
+    assert compiled.train_step.record()["cache"] == str(inductor_dir())
     torch.testing.assert_close(c_losses, losses, rtol=BF16_RTOL, atol=0)
     assert len(c_grads) == len(grads) and relative_error(c_grads, grads) < BF16_RTOL
     assert relative_error(c_weights, weights) < BF16_RTOL * 1e-2  # a few tiny Adam steps from one init
@@ -88,10 +88,10 @@ def test_a_failed_compile_trains_the_eager_steps(tmp_path, capsys):
     assert f_losses == losses
     assert all(torch.equal(a, b) for a, b in zip([*f_grads, *f_weights], [*grads, *weights], strict=True))
     assert not failed.state.compiled and failed.state.forward is failed.state.eager_forward
-    warning = failed.compile_warning
+    warning = failed.train_step.warning
     assert warning.startswith("torch.compile failed (") and warning.endswith("training eager")
     assert capsys.readouterr().out.count("warning: torch.compile failed") == 1
-    record = failed.compile_record()
+    record = failed.train_step.record()
     assert record["warning"] == warning and record["compiled"] is False and record["requested"] == "true"
 
 

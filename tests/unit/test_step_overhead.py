@@ -21,8 +21,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from suite.config import compose_run
 from suite.spec import run_spec
+from suite.step import zero_nonfinite_
 from suite.tabulated import TabulatedDensity
-from suite.training import Trainer, zero_nonfinite_
+from suite.training import Trainer
 from tests.helpers.datagen import write_mnist_format
 
 HOST_READS = {"aten._local_scalar_dense.default", "aten.nonzero.default"}

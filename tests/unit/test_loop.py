@@ -1,0 +1,104 @@
+"""The loop's schedule and stop protocol, read from the events it emits (in-process, ring2d on the CPU).
+
+Four steps of 16 with ticks every 32 examples and evaluation points at 32 and 64: each point is
+checkpointed before it is evaluated, and the stats.jsonl rows are the ticks' rows. A stop requested
+(SIGUSR2 to this process) after the first step checkpoints there and stops; the re-run resumes from that
+checkpoint and ticks, evaluates and records exactly what the uninterrupted run did (timings aside).
+"""
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from suite.config import compose_run
+from suite.events import Checkpointed, Compiled, Evaluated, Evaluating, Stepped, Ticked
+from suite.records import read_jsonl
+from suite.spec import run_spec
+from suite.stopping import Interrupted
+from suite.training import Trainer
+from suite.writers import stats_row
+
+OVERRIDES = [
+    "device=cpu",
+    "task.train_size=512",
+    "task.reference_size=64",
+    "budget.batch=16",
+    "budget.kimg=0.064",
+    "budget.tick_kimg=0.032",
+    "budget.checkpoint_kimg=0.064",
+    "budget.eval_points=2",
+    "budget.eval.samples=32",
+    "budget.eval.reference=32",
+    "budget.eval.batch_size=32",
+    "task.solver_steps=2",
+    "task.metrics.kl-bound.samples=8192",
+    "task.metrics.kl-bound.nodes=4",
+    "task.metrics.sliced-w2.projections=8",
+]
+TIMINGS = ("sec_per_kimg", "wall_time", "eval_seconds")
+
+
+def trainer(run_dir: Path) -> Trainer:
+    return Trainer(run_spec(compose_run("ring2d", "edm", "smoke", OVERRIDES)), run_dir)
+
+
+def record_events(trained: Trainer) -> list[object]:
+    seen: list[object] = []
+    for kind in (Stepped, Compiled, Ticked, Evaluating, Evaluated, Checkpointed):
+        trained.events.subscribe(kind, seen.append)
+    return seen
+
+
+def untimed(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in row.items() if k not in TIMINGS} for row in rows]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> tuple[Trainer, list[object]]:
+    whole = trainer(tmp_path_factory.mktemp("whole") / "run")
+    seen = record_events(whole)
+    whole.run()
+    return whole, seen
+
+
+def test_each_evaluation_point_is_checkpointed_before_it_is_evaluated_and_ticks_are_the_stats_rows(
+    uninterrupted,
+):
+    whole, seen = uninterrupted
+    schedule = [(type(e).__name__, getattr(e, "nimg", None)) for e in seen if not isinstance(e, Compiled)]
+    after = [("Ticked", 32), ("Checkpointed", 32), ("Evaluating", 32), ("Evaluated", 32)]
+    assert schedule == [
+        ("Stepped", 16),
+        ("Stepped", 32),
+        *after,
+        ("Stepped", 48),
+        ("Stepped", 64),
+        *[(kind, 64) for kind, _ in after],
+    ]
+    ticks = [e for e in seen if isinstance(e, Ticked)]
+    assert read_jsonl(whole.dir.stats) == [stats_row(tick) for tick in ticks]
+    assert [tick.evaluations_left for tick in ticks] == [1, 0]
+    assert whole.dir.info()["status"] == "done"
+
+
+def test_a_stop_after_a_step_checkpoints_there_and_the_rerun_records_what_an_uninterrupted_run_does(
+    uninterrupted, tmp_path
+):
+    whole, _ = uninterrupted
+    cut = trainer(tmp_path / "run")
+    seen = record_events(cut)
+    cut.events.subscribe(Stepped, lambda e: os.kill(os.getpid(), signal.SIGUSR2) if e.nimg == 16 else None)
+    with pytest.raises(Interrupted, match="SIGUSR2 at kimg 0.016"):
+        cut.run()
+    assert [(type(e).__name__, e.nimg) for e in seen if isinstance(e, Stepped | Checkpointed)] == [
+        ("Stepped", 16),
+        ("Checkpointed", 16),
+    ]
+    assert cut.dir.info()["status"] == "interrupted"
+    resumed = trainer(tmp_path / "run")
+    resumed.run()
+    assert resumed.dir.info()["status"] == "done"
+    assert untimed(read_jsonl(resumed.dir.stats)) == untimed(read_jsonl(whole.dir.stats))
+    assert untimed(resumed.dir.rows()) == untimed(whole.dir.rows())
