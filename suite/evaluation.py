@@ -36,7 +36,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import math
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -438,31 +437,6 @@ def rescore(
     return new_rows
 
 
-def main(args: Any) -> int:
-    """``suite eval RUN_DIR [--metric M] [--kimg K] [--grid G] [--steps N] [--guidance G]``."""
-    from suite.grids import GRIDS
-    from suite.lease import RunBusy
-    from suite.names import did_you_mean
-
-    if args.grid not in GRIDS:  # before the run folder, the data and the network are read
-        close = did_you_mean(args.grid, GRIDS)
-        raise ValueError(f"unknown solver grid {args.grid!r}; {close}valid grids: {', '.join(GRIDS)}")
-    try:
-        rescore(
-            args.run_dir,
-            args.metric,
-            args.kimg,
-            args.grid,
-            args.steps,
-            args.device,
-            getattr(args, "guidance", None),
-        )
-    except RunBusy as busy:
-        print(f"error: {busy}", file=sys.stderr)
-        return 2
-    return 0
-
-
 def write_samples(
     run_dir: str | Path, out: str | Path, kimg: float | None = None, n: int = PREVIEW, device: str = "auto"
 ) -> Path:
@@ -505,12 +479,3 @@ def write_samples(
     path = save_samples(out, nimg, task.decode(x, model)[:n])
     print(f"wrote {path} ({n} samples of {folder} at kimg {nimg / 1000:g})")
     return path
-
-
-def samples_main(args: Any) -> int:
-    """``suite samples RUN_DIR [--kimg K] --out DIR [--n N] [--force]`` (``suite.outputs``)."""
-    from suite.outputs import guarded_output
-
-    with guarded_output(args.out, getattr(args, "force", False)):
-        write_samples(args.run_dir, args.out, args.kimg, args.n, args.device)
-    return 0

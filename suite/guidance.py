@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -141,16 +140,3 @@ def sweep_guidance(
         write_json(folder.path / GUIDANCE_FILE, record)
     print(f"chosen guidance {best:g} ({scorer.spec.name}); written to {folder.path / GUIDANCE_FILE}")
     return record
-
-
-def main(args: Any) -> int:
-    """``suite guidance RUN_DIR --scales G1,G2,… [--metric M] [--kimg K] [--samples N] [--device D]``."""
-    from suite.lease import RunBusy
-
-    try:
-        scales = parse_scales(args.scales)
-        sweep_guidance(args.run_dir, scales, args.metric, args.kimg, args.samples, args.device)
-    except (ValueError, RunBusy) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
