@@ -8,7 +8,9 @@ here."""
 
 from __future__ import annotations
 
-EXIT_FAILED, EXIT_USAGE = 1, 2
+from suite.launch.request import EXIT_USAGE as EXIT_USAGE  # 2: a usage or config error, one line per cause
+
+EXIT_FAILED = 1  # a run or the command failed
 DEFAULT_RESULTS = "results"
 RUN_FOLDER_HELP = "a run folder (…/runs/<comparison>/<sampler>/seed<k>)"
 TARGET_HELP = (
