@@ -42,7 +42,6 @@ figure is the mean over the timed calls after untimed warm-up calls. ``--out`` w
 
 from __future__ import annotations
 
-import argparse
 import copy
 import gc
 import json
@@ -54,6 +53,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
@@ -199,31 +199,52 @@ def release(device: torch.device) -> None:
         torch.cuda.reset_peak_memory_stats(device)
 
 
+@dataclass(frozen=True)
+class BenchRequest:
+    """What ``suite bench train|sampler|eval|sweep`` measures: the kind, the task and budget with their
+    overrides, the device, and the options of that kind (None: its default)."""
+
+    what: str  # train, sampler, eval or sweep
+    task: str
+    budget: str
+    device: str  # auto, cpu or cuda
+    overrides: tuple[str, ...] = ()
+    batch: int | None = None
+    steps: int | None = None
+    variants: str | None = None
+    runs: str | None = None
+    samples: int | None = None
+    out: str | None = None
+
+
 # -- configs -----------------------------------------------------------------------------------------
-def compose(args: argparse.Namespace, sampler: str = "edm", extra: list[str] | None = None) -> RunSpec:
+def compose(request: BenchRequest, sampler: str = "edm", extra: list[str] | None = None) -> RunSpec:
     """The run spec of the bench: task, sampler, budget, the command's overrides, device and ``extra``."""
     return run_spec(
         compose_run(
-            args.task, sampler, args.budget, [*args.overrides, f"device={args.device}", *(extra or [])]
+            request.task,
+            sampler,
+            request.budget,
+            [*request.overrides, f"device={request.device}", *(extra or [])],
         )
     )
 
 
-def device_of(args: argparse.Namespace) -> torch.device:
+def device_of(request: BenchRequest) -> torch.device:
     """The device ``--device`` resolves to (auto: CUDA when available)."""
-    if args.device not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"unknown device {args.device!r}; valid: auto, cpu, cuda")
-    if args.device == "cpu" or (args.device == "auto" and not torch.cuda.is_available()):
+    if request.device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"unknown device {request.device!r}; valid: auto, cpu, cuda")
+    if request.device == "cpu" or (request.device == "auto" and not torch.cuda.is_available()):
         return torch.device("cpu")
     return torch.device("cuda", torch.cuda.current_device())
 
 
 def steps_of(
-    args: argparse.Namespace, defaults: dict[str, tuple[int, int]], device: torch.device
+    request: BenchRequest, defaults: dict[str, tuple[int, int]], device: torch.device
 ) -> tuple[int, int]:
     """(warm-up, timed) calls: the device's defaults, the timed count replaced by ``--steps``."""
     warm, timed = defaults[device.type]
-    return warm, int(args.steps) if args.steps else timed
+    return warm, int(request.steps) if request.steps else timed
 
 
 def time_train_step(trainer: Trainer, warm: int, timed: int) -> tuple[float, float]:
@@ -261,12 +282,12 @@ def parse_variants(spec: str | None) -> list[str]:
     return names
 
 
-def bench_train(args: argparse.Namespace) -> dict[str, Any]:
+def bench_train(request: BenchRequest) -> dict[str, Any]:
     """Throughput, FLOPs, achieved rate and peak memory of a training step per precision/compile variant."""
-    variants = parse_variants(args.variants)
-    device = device_of(args)
-    batch = int(args.batch or compose(args).budget.batch)
-    warm, timed = steps_of(args, TRAIN_STEPS, device)
+    variants = parse_variants(request.variants)
+    device = device_of(request)
+    batch = int(request.batch or compose(request).budget.batch)
+    warm, timed = steps_of(request, TRAIN_STEPS, device)
     peak = {"bf16": matmul_tflops(torch.bfloat16, device), "fp32": matmul_tflops(torch.float32, device)}
     rows: list[dict[str, Any]] = []
     notes = [
@@ -293,7 +314,7 @@ def bench_train(args: argparse.Namespace) -> dict[str, Any]:
             continue
         release(device)
         spec = compose(
-            args,
+            request,
             extra=[
                 f"budget.batch={batch}",
                 f"budget.precision={precision}",
@@ -427,12 +448,12 @@ def sampler_cost(spec: RunSpec, batch: int, device: torch.device, min_steps: int
     return row
 
 
-def bench_sampler(args: argparse.Namespace) -> dict[str, Any]:
+def bench_sampler(request: BenchRequest) -> dict[str, Any]:
     """Every sampler's cost per training step as a percentage of the task's training step, in one run."""
-    device = device_of(args)
-    batch = int(args.batch or SAMPLER_BATCH)
-    warm, timed = steps_of(args, SAMPLER_TRAIN_STEPS, device)
-    spec = compose(args, extra=[f"budget.batch={batch}"])
+    device = device_of(request)
+    batch = int(request.batch or SAMPLER_BATCH)
+    warm, timed = steps_of(request, SAMPLER_TRAIN_STEPS, device)
+    spec = compose(request, extra=[f"budget.batch={batch}"])
     release(device)
     with tempfile.TemporaryDirectory(prefix="suite-bench-") as tmp:
         trainer = Trainer(spec, Path(tmp))
@@ -442,7 +463,9 @@ def bench_sampler(args: argparse.Namespace) -> dict[str, Any]:
     release(device)
     rows = []
     for name in group_options("sampler"):
-        row = sampler_cost(compose(args, name, [f"budget.batch={batch}"]), batch, device, MIN_SAMPLER_STEPS)
+        row = sampler_cost(
+            compose(request, name, [f"budget.batch={batch}"]), batch, device, MIN_SAMPLER_STEPS
+        )
         row["pct_of_train_step"] = 100 * row["step_us"] / 1e6 / train_s
         if "device_step_us" in row:
             row["device_pct_of_train_step"] = 100 * row["device_step_us"] / 1e6 / train_s
@@ -499,15 +522,15 @@ def bench_sampler(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # -- eval --------------------------------------------------------------------------------------------
-def bench_eval(args: argparse.Namespace) -> dict[str, Any]:
+def bench_eval(request: BenchRequest) -> dict[str, Any]:
     """Samples per second at the task's NFE (EMA model, task solver) and the time of each of its metrics."""
     from suite.evaluation import Evaluator
     from suite.metrics import EvalInputs
 
-    device = device_of(args)
-    spec = compose(args, extra=[f"budget.eval.batch_size={args.batch}"] if args.batch else [])
+    device = device_of(request)
+    spec = compose(request, extra=[f"budget.eval.batch_size={request.batch}"] if request.batch else [])
     ev = spec.budget.eval
-    n = int(args.samples or (ev.samples if device.type == "cuda" else min(ev.samples, CPU_EVAL_SAMPLES)))
+    n = int(request.samples or (ev.samples if device.type == "cuda" else min(ev.samples, CPU_EVAL_SAMPLES)))
     if n < 2:
         raise ValueError(f"--samples must be at least 2 (a covariance needs 2 samples), got {n}")
     calls = nfe(spec.diffusion.solver, spec.diffusion.solver_steps)
@@ -672,18 +695,17 @@ def parse_runs(spec: str) -> list[int]:
     return counts
 
 
-def sweep_worker(options: dict[str, Any], start: Barrier, report: Connection) -> None:
+def sweep_worker(request: BenchRequest, start: Barrier, report: Connection) -> None:
     """One of K concurrent processes of ``suite bench sweep``: build the trainer, warm up, then (each phase
     begun with the others at ``start``, a barrier) time the training steps and the generation; sends the
     phases' monotonic start and end times and this process's peak memory."""
     from suite.registry import import_plugins
 
     import_plugins()
-    args = argparse.Namespace(**options)
-    device = device_of(args)
-    spec = compose(args, extra=[f"budget.batch={args.batch}"] if args.batch else [])
-    warm, timed = steps_of(args, TRAIN_STEPS, device)
-    n = int(args.samples or (spec.budget.eval.samples if device.type == "cuda" else CPU_EVAL_SAMPLES))
+    device = device_of(request)
+    spec = compose(request, extra=[f"budget.batch={request.batch}"] if request.batch else [])
+    warm, timed = steps_of(request, TRAIN_STEPS, device)
+    n = int(request.samples or (spec.budget.eval.samples if device.type == "cuda" else CPU_EVAL_SAMPLES))
     guidance = spec.budget.eval.guidance
     with tempfile.TemporaryDirectory(prefix="suite-bench-") as tmp:
         trainer = Trainer(spec, Path(tmp))
@@ -719,17 +741,16 @@ def sweep_worker(options: dict[str, Any], start: Barrier, report: Connection) ->
     report.close()
 
 
-def concurrent_runs(args: argparse.Namespace, count: int) -> list[dict[str, Any]]:
+def concurrent_runs(request: BenchRequest, count: int) -> list[dict[str, Any]]:
     """The reports of ``count`` concurrent :func:`sweep_worker` processes; raises if one of them failed."""
     from suite.runner import child_environment, usable_cores
 
     spawn = multiprocessing.get_context("spawn")
     start = spawn.Barrier(count)
-    options = {key: value for key, value in vars(args).items() if key != "func"}
     workers = []
     for _ in range(count):
         reader, writer = spawn.Pipe(duplex=False)
-        process = spawn.Process(target=sweep_worker, args=(options, start, writer))
+        process = spawn.Process(target=sweep_worker, args=(request, start, writer))
         with child_environment(OMP_NUM_THREADS=str(max(1, usable_cores() // count))):
             process.start()
         writer.close()
@@ -754,14 +775,14 @@ def concurrent_runs(args: argparse.Namespace, count: int) -> list[dict[str, Any]
     return reports
 
 
-def bench_sweep(args: argparse.Namespace) -> dict[str, Any]:
+def bench_sweep(request: BenchRequest) -> dict[str, Any]:
     """Aggregate training examples/s, generated samples/s and peak memory of K concurrent runs, per K."""
-    counts = parse_runs(args.runs)
-    device = device_of(args)
+    counts = parse_runs(request.runs)
+    device = device_of(request)
     rows = []
     work: dict[str, Any] = {}
     for count in sorted(counts):
-        reports = concurrent_runs(args, count)
+        reports = concurrent_runs(request, count)
         work = {key: reports[0][key] for key in ("steps", "batch", "samples")}
         train_s = max(r["train"][1] for r in reports) - min(r["train"][0] for r in reports)
         generate_s = max(r["generate"][1] for r in reports) - min(r["generate"][0] for r in reports)
@@ -811,24 +832,24 @@ def bench_sweep(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # -- output ------------------------------------------------------------------------------------------
-def command_line(args: argparse.Namespace) -> str:
+def command_line(request: BenchRequest) -> str:
     """The ``suite bench`` command that reproduces this measurement, rebuilt from its arguments."""
     parts = [
         "suite",
         "bench",
-        args.what,
+        request.what,
         "--task",
-        args.task,
+        request.task,
         "--budget",
-        args.budget,
+        request.budget,
         "--device",
-        args.device,
+        request.device,
     ]
     for option in ("batch", "steps", "samples", "variants", "runs", "out"):
-        value = getattr(args, option, None)
+        value = getattr(request, option, None)
         if value is not None:
             parts += [f"--{option}", str(value)]
-    return shlex.join([*parts, *args.overrides])
+    return shlex.join([*parts, *request.overrides])
 
 
 def _cell(value: Any) -> str:
@@ -866,36 +887,35 @@ def format_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines + [""] + [f"- {note}" for note in report["notes"]])
 
 
-def main(args: argparse.Namespace) -> int:
+def measure(request: BenchRequest) -> int:
     """``suite bench train|sampler|eval|sweep``: measure, print the table and, with ``--out``, write the
     JSON."""
     bench = {"train": bench_train, "sampler": bench_sampler, "eval": bench_eval, "sweep": bench_sweep}[
-        args.what
+        request.what
     ]
-    device = device_of(args)
-    report = bench(args)
+    device = device_of(request)
+    report = bench(request)
     header = {
-        "bench": args.what,
-        "task": args.task,
-        "budget": args.budget,
-        "overrides": list(args.overrides),
+        "bench": request.what,
+        "task": request.task,
+        "budget": request.budget,
+        "overrides": list(request.overrides),
         "device": device.type,
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "torch_threads": torch.get_num_threads(),
         "date": now(),
-        "command": command_line(args),
+        "command": command_line(request),
         "packages": package_versions(),
         "torch_cuda": torch.version.cuda,
         **host_info(),
     }
     report = header | report
-    print(
-        f"suite bench {args.what} · task {args.task} · budget {args.budget} · {header['device_name']}"
-        f"{' · ' + ' '.join(args.overrides) if args.overrides else ''}"
-    )
-    print((format_markdown if args.what == "sweep" else format_table)(report), flush=True)
-    if args.out:
-        out = Path(args.out)
+    overrides = [" ".join(request.overrides)] if request.overrides else []
+    parts = [f"suite bench {request.what}", f"task {request.task}", f"budget {request.budget}"]
+    print(" · ".join([*parts, header["device_name"], *overrides]))
+    print((format_markdown if request.what == "sweep" else format_table)(report), flush=True)
+    if request.out:
+        out = Path(request.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         report.pop("columns")
         out.write_text(json.dumps(report, indent=2, default=str) + "\n")

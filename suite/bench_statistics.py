@@ -39,7 +39,6 @@ the upper-bound plans' mean power ≥ 0.8.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import itertools
 import math
@@ -285,21 +284,21 @@ def run(replications: int, seed: int, pilots: int) -> tuple[pd.DataFrame, pd.Dat
     return pd.DataFrame(lines), interpolation_bias(), plans, ok and plans_ok
 
 
-def main(args: argparse.Namespace) -> int:
-    """``suite bench statistics``: print the cells, the interpolation bias and the seed plans; exit 1 when a
-    bound is missed."""
-    if args.replications < 20:
-        raise ValueError(f"--replications {args.replications}: give at least 20 studies per cell")
+def print_simulation(replications: int, pilots: int, seed: int) -> int:
+    """``suite bench statistics``: print the cells of ``replications`` studies each, the interpolation bias
+    and the seed plans of ``pilots`` pilot studies (simulation ``seed``); exit 1 when a bound is missed."""
+    if replications < 20:
+        raise ValueError(f"--replications {replications}: give at least 20 studies per cell")
     started = time.perf_counter()
-    cells, bias, plans, ok = run(args.replications, args.seed, args.pilots)
+    cells, bias, plans, ok = run(replications, seed, pilots)
     print(
-        f"suite bench statistics · {args.replications} studies per cell · seed {args.seed} · "
+        f"suite bench statistics · {replications} studies per cell · seed {seed} · "
         f"{time.perf_counter() - started:.0f} s\n"
     )
     print(table_markdown(cells), end="\n\n")
     print("Ratio bias of the crossing without noise (ratio estimate / true speed-up − 1):\n")
     print(table_markdown(bias), end="\n\n")
-    print(f"Seed plans ({args.pilots} pilots each; true sd 1):\n")
+    print(f"Seed plans ({pilots} pilots each; true sd 1):\n")
     print(table_markdown(plans), end="\n\n")
     print("every cell within its bounds" if ok else "a bound is missed (FAIL above)")
     sys.stdout.flush()

@@ -36,7 +36,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import math
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -48,7 +47,7 @@ from suite.assembly import build_parts, build_task
 from suite.grids import build_grid
 from suite.metrics import EvalInputs, Metric
 from suite.paths import cache_dir
-from suite.records import evaluation_row, write_atomic
+from suite.records import RunDirectory, evaluation_row, write_atomic
 from suite.sampler import NoiseSampler
 from suite.solvers import SOLVERS, guided, nfe
 from suite.spec import RunSpec, SpecError, guidance_problem, run_spec
@@ -309,33 +308,56 @@ def _same_point(row: dict[str, Any], new: dict[str, Any]) -> bool:
     return all(row.get(k, "karras" if k == "grid" else None) == new[k] for k in keys)
 
 
-def finished_run(
-    run_dir: str | Path, kimg: float | None, device: str, why: str
-) -> tuple[Any, RunSpec, dict[int, Path]]:
-    """(its ``RunDirectory``, its spec on ``device``, {nimg: snapshot path}) of a finished run: every
-    snapshot, or the one at ``kimg``; a folder that is no run, is not done (``why`` says why that matters)
-    or lacks the snapshot is refused naming the valid choices."""
-    from omegaconf import OmegaConf
+@dataclasses.dataclass(frozen=True)
+class OpenedRun:
+    """A run folder opened for its snapshots (:func:`open_run`)."""
 
-    from suite.records import RunDirectory
+    folder: RunDirectory
+    spec: RunSpec  # the run's config, on the device it was opened for
+    snapshots: dict[int, Path]  # nimg -> snapshot file: every one, or the one asked for
+
+    def snapshot(self, nimg: int) -> dict[str, Any]:
+        """The snapshot at ``nimg``, refused when another config than the run's wrote it."""
+        snapshot = load_snapshot(self.snapshots[nimg])
+        if snapshot["config_hash"] != self.spec.config_hash:
+            raise ValueError(
+                f"{self.snapshots[nimg]} belongs to another config than {self.folder.path / 'config.yaml'}"
+            )
+        return snapshot
+
+    def network(self, task: Task, device: torch.device) -> tuple[nn.Module, NoiseSampler]:
+        """The run's network, in eval mode without gradients, and its noise sampler, built on ``device``
+        (no optimiser, no DDP) for :meth:`snapshot`'s ``ema`` and ``sampler`` states."""
+        parts = build_parts(self.spec, task, device)
+        return parts.model.eval().requires_grad_(False), parts.sampler
+
+
+def open_run(
+    run_dir: str | Path, kimg: float | None = None, device: str = "auto", finished: str | None = None
+) -> OpenedRun:
+    """Open the run folder ``run_dir``: its spec on ``device`` and its snapshots (every one, or the one at
+    ``kimg``), for ``suite eval``, ``suite samples`` and ``suite guidance``. A folder that is no run or has no
+    snapshot (at ``kimg``) is refused naming the valid choices; with ``finished`` (why that matters), so is a
+    run that is not done."""
+    from omegaconf import OmegaConf
 
     folder = RunDirectory(run_dir)
     if not (folder.path / "config.yaml").is_file():
         raise FileNotFoundError(f"{folder.path} is not a run directory (no config.yaml)")
-    if folder.status() != "done":
-        raise ValueError(f"{folder.path} is {folder.status()!r}; {why}")
+    if finished is not None and folder.status() != "done":
+        raise ValueError(f"{folder.path} is {folder.status()!r}; {finished}")
     snapshots = list_snapshots(folder.snapshots)
+    if not snapshots:
+        raise FileNotFoundError(f"{folder.path} holds no network snapshots yet ({folder.snapshots})")
     if kimg is not None:
         nimg = int(round(kimg * 1000))
         if nimg not in snapshots:
-            valid = ", ".join(f"{k / 1000:g}" for k in snapshots) or "none"
+            valid = ", ".join(f"{k / 1000:g}" for k in snapshots)
             raise ValueError(f"{folder.path} has no snapshot at kimg {kimg:g}; valid kimg: {valid}")
         snapshots = {nimg: snapshots[nimg]}
-    if not snapshots:
-        raise FileNotFoundError(f"{folder.path} holds no network snapshots ({folder.snapshots})")
     cfg = OmegaConf.load(folder.path / "config.yaml")
     cfg.device = device
-    return folder, run_spec(cfg), snapshots
+    return OpenedRun(folder, run_spec(cfg), snapshots)
 
 
 MUCH_WORSE = 1.5  # a re-score this many times worse than the own grid's value at the snapshot is flagged
@@ -391,7 +413,8 @@ def rescore(
     from suite.lease import Lease
     from suite.records import append_jsonl
 
-    folder, spec, snapshots = finished_run(run_dir, kimg, device, "`suite eval` re-scores finished runs")
+    opened = open_run(run_dir, kimg, device, "`suite eval` re-scores finished runs")
+    folder, spec = opened.folder, opened.spec
     task = build_task(spec)
     if guidance is not None:
         problem = guidance_problem(float(guidance), spec.diffusion.cond_dropout, bool(task.conditional))
@@ -401,15 +424,12 @@ def rescore(
         spec = dataclasses.replace(spec, budget=dataclasses.replace(spec.budget, eval=scored))
     ctx = init_distributed(device)
     data = task.load()
-    parts = build_parts(spec, task, ctx.device)  # the EMA network and the sampler: no optimiser, no DDP
-    ema, sampler = parts.model.eval().requires_grad_(False), parts.sampler
+    ema, sampler = opened.network(task, ctx.device)
     evaluator = Evaluator(spec, task, data, ctx.device)
     recorded = folder.rows()
     new_rows = []
-    for nimg, path in snapshots.items():
-        snapshot = load_snapshot(path)
-        if snapshot["config_hash"] != spec.config_hash:
-            raise ValueError(f"{path} belongs to another config than {folder.path / 'config.yaml'}")
+    for nimg in opened.snapshots:
+        snapshot = opened.snapshot(nimg)
         ema.load_state_dict(snapshot["ema"])
         sampler.load_state_dict(snapshot["sampler"])
         learned = sampler.profile()
@@ -438,31 +458,6 @@ def rescore(
     return new_rows
 
 
-def main(args: Any) -> int:
-    """``suite eval RUN_DIR [--metric M] [--kimg K] [--grid G] [--steps N] [--guidance G]``."""
-    from suite.grids import GRIDS
-    from suite.lease import RunBusy
-    from suite.names import did_you_mean
-
-    if args.grid not in GRIDS:  # before the run folder, the data and the network are read
-        close = did_you_mean(args.grid, GRIDS)
-        raise ValueError(f"unknown solver grid {args.grid!r}; {close}valid grids: {', '.join(GRIDS)}")
-    try:
-        rescore(
-            args.run_dir,
-            args.metric,
-            args.kimg,
-            args.grid,
-            args.steps,
-            args.device,
-            getattr(args, "guidance", None),
-        )
-    except RunBusy as busy:
-        print(f"error: {busy}", file=sys.stderr)
-        return 2
-    return 0
-
-
 def write_samples(
     run_dir: str | Path, out: str | Path, kimg: float | None = None, n: int = PREVIEW, device: str = "auto"
 ) -> Path:
@@ -470,47 +465,21 @@ def write_samples(
     evaluation does (Karras grid at the task's steps, ``budget.eval.seed``'s latents, its batches and
     guidance), without the trainer, and write them into ``out`` as the run writes its ``samples/``
     (``suite.watch``); returns the file written. The run may still be training: snapshots are atomic."""
-    from omegaconf import OmegaConf
-
     from suite.distributed import init_distributed
     from suite.watch import save_samples
 
-    folder = Path(run_dir)
-    if not (folder / "config.yaml").is_file():
-        raise FileNotFoundError(f"{folder} is not a run directory (no config.yaml)")
-    snapshots = list_snapshots(folder / "snapshots")
-    if not snapshots:
-        raise FileNotFoundError(f"{folder} holds no network snapshots yet ({folder / 'snapshots'})")
-    nimg = max(snapshots) if kimg is None else int(round(kimg * 1000))
-    if nimg not in snapshots:
-        valid = ", ".join(f"{k / 1000:g}" for k in snapshots)
-        raise ValueError(f"{folder} has no snapshot at kimg {kimg:g}; valid kimg: {valid}")
     if n < 1:
         raise ValueError(f"--n must be at least 1, got {n}")
-    cfg = OmegaConf.load(folder / "config.yaml")
-    cfg.device = device
-    spec = run_spec(cfg)
+    opened = open_run(run_dir, kimg, device)
+    spec, nimg = opened.spec, max(opened.snapshots)
     ctx = init_distributed(device)
     task = build_task(spec)
     data = task.load()
-    parts = build_parts(spec, task, ctx.device)
-    snapshot = load_snapshot(snapshots[nimg])
-    if snapshot["config_hash"] != spec.config_hash:
-        raise ValueError(f"{snapshots[nimg]} belongs to another config than {folder / 'config.yaml'}")
-    model = parts.model.eval().requires_grad_(False)
-    model.load_state_dict(snapshot["ema"])
+    model, _ = opened.network(task, ctx.device)
+    model.load_state_dict(opened.snapshot(nimg)["ema"])
     evaluator = Evaluator(spec, task, data, ctx.device)
     sigmas = evaluator.grid("karras", spec.diffusion.solver_steps, None)
     x, _ = evaluator.generate(model, n, sigmas, spec.budget.eval.guidance)
     path = save_samples(out, nimg, task.decode(x, model)[:n])
-    print(f"wrote {path} ({n} samples of {folder} at kimg {nimg / 1000:g})")
+    print(f"wrote {path} ({n} samples of {opened.folder.path} at kimg {nimg / 1000:g})")
     return path
-
-
-def samples_main(args: Any) -> int:
-    """``suite samples RUN_DIR [--kimg K] --out DIR [--n N] [--force]`` (``suite.outputs``)."""
-    from suite.outputs import guarded_output
-
-    with guarded_output(args.out, getattr(args, "force", False)):
-        write_samples(args.run_dir, args.out, args.kimg, args.n, args.device)
-    return 0

@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import hashlib
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
 from torch import Tensor
 
-from suite.evaluation import CONDITION_SEED, Evaluator, finished_run, fixed_choice, load_snapshot
+from suite.evaluation import CONDITION_SEED, Evaluator, fixed_choice, open_run
 from suite.metrics import EvalInputs
 from suite.spec import SpecError, guidance_problem
 
@@ -66,12 +65,13 @@ def sweep_guidance(
     device: str = "auto",
 ) -> dict[str, Any]:
     """Score a finished run at every scale on held-out conditions, write ``guidance.json`` and return it."""
-    from suite.assembly import build_parts, build_task
+    from suite.assembly import build_task
     from suite.distributed import init_distributed
     from suite.lease import Lease
     from suite.records import write_json
 
-    folder, spec, snapshots = finished_run(run_dir, kimg, device, "`suite guidance` sweeps finished runs")
+    opened = open_run(run_dir, kimg, device, "`suite guidance` sweeps finished runs")
+    folder, spec = opened.folder, opened.spec
     problems = [p for g in scales if (p := guidance_problem(g, spec.diffusion.cond_dropout))]
     if problems:
         raise SpecError(problems)
@@ -98,12 +98,9 @@ def sweep_guidance(
     scorer = chosen[0]
     n_evaluated = max(ev.samples, ev.final_samples)
     conditions = held_out_conditions(len(data.reference), n_evaluated, samples or ev.samples)
-    nimg = max(snapshots)
-    snapshot = load_snapshot(snapshots[nimg])
-    if snapshot["config_hash"] != spec.config_hash:
-        raise ValueError(f"{snapshots[nimg]} belongs to another config than {folder.path / 'config.yaml'}")
-    model = build_parts(spec, task, ctx.device).model.eval().requires_grad_(False)
-    model.load_state_dict(snapshot["ema"])
+    nimg = max(opened.snapshots)
+    model, _ = opened.network(task, ctx.device)
+    model.load_state_dict(opened.snapshot(nimg)["ema"])
     sigmas = evaluator.grid("karras", spec.diffusion.solver_steps, None)
     values = {}
     for g in scales:
@@ -141,16 +138,3 @@ def sweep_guidance(
         write_json(folder.path / GUIDANCE_FILE, record)
     print(f"chosen guidance {best:g} ({scorer.spec.name}); written to {folder.path / GUIDANCE_FILE}")
     return record
-
-
-def main(args: Any) -> int:
-    """``suite guidance RUN_DIR --scales G1,G2,… [--metric M] [--kimg K] [--samples N] [--device D]``."""
-    from suite.lease import RunBusy
-
-    try:
-        scales = parse_scales(args.scales)
-        sweep_guidance(args.run_dir, scales, args.metric, args.kimg, args.samples, args.device)
-    except (ValueError, RunBusy) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0

@@ -549,10 +549,10 @@ def break_lease(run_dir: str | os.PathLike, seen: LeaseFile, patience: float = A
     return removed
 
 
-def break_command(args: Any) -> int:
+def break_command(run_dir: str | Path, force: bool = False) -> int:
     """``suite lease break RUN_DIR [--force]``: print the holder of the run's lease and how it is judged,
     then break the lease (one not judged stale only with ``--force``); 1 when it changed hands meanwhile."""
-    run_dir = Path(args.run_dir)
+    run_dir = Path(run_dir)
     if not run_dir.is_dir() or not any((run_dir / name).is_file() for name in ("run.json", "config.yaml")):
         raise ValueError(
             f"{run_dir} is not a run folder (no run.json or config.yaml); give one "
@@ -566,7 +566,7 @@ def break_command(args: Any) -> int:
     live = judge(seen, Holder.of_this_process(), stale_limit(), clock)
     verdict = {True: "live", False: "stale", None: "of unknown age"}[live]
     print(f"{run_dir / LEASE_FILE}: held by {seen.describe(clock, 'this host')}; {verdict}")
-    if live is not False and not getattr(args, "force", False):
+    if live is not False and not force:
         raise ValueError(
             f"not broken: the lease of {run_dir} is {verdict}; add --force to break it anyway (its holder "
             "stops at its next write there)"

@@ -35,7 +35,6 @@ curve, as time to target leaves it out of the curves.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import math
@@ -735,16 +734,16 @@ def write_figures(
     return written
 
 
-def main(args: argparse.Namespace) -> int:
-    """``suite plot``: write the figures of ``args.results`` (to ``args.out`` when given) and list them."""
-    everything = bool(getattr(args, "all", False))
-    with guarded_output(getattr(args, "out", None), getattr(args, "force", False)):
-        written = write_figures(args.results, out=getattr(args, "out", None), evidence=everything)
-    left = {} if everything else evidence_comparisons(args.results)
-    sets = ", ".join(sorted({str(Path(args.results) / origin) for origin in left.values()}))
+def plot_results(results: str, out: str | None = None, force: bool = False, everything: bool = False) -> int:
+    """``suite plot``: write the figures of ``results`` (to ``out`` when given; over files suite did not
+    write there only with ``force``; committed evidence sets too with ``everything``) and list them."""
+    with guarded_output(out, force):
+        written = write_figures(results, out=out, evidence=everything)
+    left = {} if everything else evidence_comparisons(results)
+    sets = ", ".join(sorted({str(Path(results) / origin) for origin in left.values()}))
     left_out = f" (left out: committed evidence {sets}; `suite plot --all` adds it)" if sets else ""
     if not written:
-        print(f"error: no runs with records under {args.results}{left_out}", file=sys.stderr)
+        print(f"error: no runs with records under {results}{left_out}", file=sys.stderr)
         return 1
     for path in written:
         print(f"wrote {path}")

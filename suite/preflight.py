@@ -29,7 +29,6 @@ planned run; ``seed=`` is ``suite.seeds``'s.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import tempfile
@@ -43,6 +42,7 @@ from suite.metrics import metric_problems
 from suite.spec import RunSpec
 
 if TYPE_CHECKING:
+    from suite.launch.request import LaunchRequest
     from suite.runner import PlannedRun
 
 FILE_OPTIONS = ("weights_path", "checkpoint", "target_names")
@@ -169,15 +169,15 @@ def evaluation_size_problem(spec: RunSpec) -> str | None:
     return f"{', '.join(bad)}: a metric needs at least 2 samples and 2 references; set them to 2 or more"
 
 
-def slurm_problems(runs: Sequence[PlannedRun], args: argparse.Namespace) -> list[str]:
+def slurm_problems(runs: Sequence[PlannedRun], request: LaunchRequest) -> list[str]:
     """Runs whose planned hours the profile's jobs and requeues do not cover, one line per (task, budget,
     resources)."""
     from suite.cost import planned_cost
-    from suite.slurm import DEFAULT_PROFILE, flag_overrides, load_profile
+    from suite.slurm import DEFAULT_PROFILE, load_profile
     from suite.task import TASKS
 
-    profile = load_profile(args.profile or DEFAULT_PROFILE)
-    overrides = flag_overrides(args)
+    profile = load_profile(request.profile or DEFAULT_PROFILE)
+    overrides = request.resources
     hours: dict[str, float] = {}
     problems: dict[str, None] = {}
     for run in runs:
@@ -198,14 +198,14 @@ def slurm_problems(runs: Sequence[PlannedRun], args: argparse.Namespace) -> list
     return list(problems)
 
 
-def preflight(runs: Sequence[PlannedRun], args: argparse.Namespace) -> None:
+def preflight(runs: Sequence[PlannedRun], request: LaunchRequest) -> None:
     """Raise one :class:`PreflightError` naming each cause that would stop the runs that are not done
     (module docstring); return when there is none."""
     todo = [run for run in runs if run.status != "done"]
     if not todo:
         return
     problems: dict[str, None] = {}
-    if problem := results_problem(args.results):
+    if problem := results_problem(request.results):
         problems[problem] = None
     checked: set[str] = set()
     for run in todo:
@@ -219,10 +219,10 @@ def preflight(runs: Sequence[PlannedRun], args: argparse.Namespace) -> None:
             problems.setdefault(problem)
         if problem := evaluation_size_problem(spec):
             problems.setdefault(problem)
-        if getattr(args, "launcher", "local") == "local" and (problem := device_problem(spec)):
+        if request.launcher == "local" and (problem := device_problem(spec)):
             problems.setdefault(problem)
-    if getattr(args, "launcher", "local") == "slurm":
-        for problem in slurm_problems(todo, args):
+    if request.launcher == "slurm":
+        for problem in slurm_problems(todo, request):
             problems.setdefault(problem)
     if problems:
         raise PreflightError(list(problems))

@@ -39,9 +39,8 @@ distribution, and the command says so instead of computing anything.
 
 from __future__ import annotations
 
-import argparse
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -526,7 +525,13 @@ def plot_profile(report: ProfileReport, spec: RunSpec, title: str, path: Path) -
     return save_figure(fig, path)
 
 
-def main(args: argparse.Namespace) -> int:
+def write_profile(
+    task: str,
+    budget: str = "smoke",
+    results: str = "results",
+    out: str | None = None,
+    overrides: Sequence[str] = (),
+) -> int:
     """``suite profile --task T [--budget B] [--results R] [--out DIR] [key=value …]``: print the profile's
     peak and band (every curve), write ``<out>/<task>-<budget>_profile.csv``, its figure (PNG, PDF) and the
     empirical-prior profile that ``suite plot`` draws (``<out>`` defaults to ``<results>/profiles``)."""
@@ -534,10 +539,8 @@ def main(args: argparse.Namespace) -> int:
     from suite.config import compose_run, to_dict
     from suite.spec import run_spec
 
-    budget = getattr(args, "budget", None) or "smoke"
-    results = Path(getattr(args, "results", None) or "results")
-    out = Path(getattr(args, "out", None) or results / "profiles")
-    spec = run_spec(compose_run(args.task, "edm", budget, list(getattr(args, "overrides", None) or [])))
+    folder = Path(out or Path(results) / "profiles")
+    spec = run_spec(compose_run(task, "edm", budget, list(overrides)))
     if spec.budget.size not in SETTINGS:
         raise ValueError(
             f"no profile settings for budget size {spec.budget.size!r}; valid: {', '.join(SETTINGS)}"
@@ -547,21 +550,21 @@ def main(args: argparse.Namespace) -> int:
     try:
         x, variant, total = task_examples(build_task(spec), max_rows=settings.max_rows)
     except ProfileNotApplicable as err:
-        print(f"suite profile does not apply to task {args.task!r}: {err}")
+        print(f"suite profile does not apply to task {task!r}: {err}")
         return 1
     sigma = np.geomspace(spec.diffusion.sigma_min, spec.diffusion.sigma_max, settings.n_sigma)
     report = profile_report(x, sigma, settings, total)
     print(
-        f"{args.task} ({variant}): {total} examples of dimension {x.shape[1]}, {settings.n_sigma} σ "
+        f"{task} ({variant}): {total} examples of dimension {x.shape[1]}, {settings.n_sigma} σ "
         f"values on [{sigma[0]:g}, {sigma[-1]:g}] (grid step {math.log(sigma[1] / sigma[0]):.3f} in ln σ)"
     )
     for line in report.lines():
         print(line)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"{args.task}-{budget}_profile"
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = folder / f"{task}-{budget}_profile"
     report.frame().to_csv(stem.with_suffix(".csv"), index=False)
-    written = [stem.with_suffix(".csv"), write_posthoc(out, task_cfg, report.empirical, variant)]
-    written += plot_profile(report, spec, f"{args.task} · {variant} · budget {budget}", stem)
+    written = [stem.with_suffix(".csv"), write_posthoc(folder, task_cfg, report.empirical, variant)]
+    written += plot_profile(report, spec, f"{task} · {variant} · budget {budget}", stem)
     for path in written:
         print(f"wrote {path}")
     return 0

@@ -22,7 +22,6 @@ time-to-target ratio with its 95% confidence interval over seeds, and a verdict 
 
 from __future__ import annotations
 
-import argparse
 import re
 import shlex
 from collections.abc import Sequence
@@ -263,16 +262,21 @@ def write_report(
     return report
 
 
-def main(args: argparse.Namespace) -> int:
-    """``suite report``: write ``REPORT.md`` to ``args.out`` (default ``args.results``)."""
-    targets = parse_targets(getattr(args, "target_samplers", None))
-    if Path(args.results).is_file() or not find_runs(args.results):
+def report_results(
+    results: str,
+    out: str | None = None,
+    force: bool = False,
+    target_samplers: str | None = None,
+    budget: str | None = None,
+) -> int:
+    """``suite report``: write ``REPORT.md`` to ``out`` (default ``results``; over a file suite did not write
+    there only with ``force``), its time-to-target against ``target_samplers`` (a comma list)."""
+    targets = parse_targets(target_samplers)
+    if Path(results).is_file() or not find_runs(results):
         raise ValueError(
-            f"no runs under {args.results}; give the folder `suite run --results` wrote, or run one first"
+            f"no runs under {results}; give the folder `suite run --results` wrote, or run one first"
         )
-    with guarded_output(getattr(args, "out", None), getattr(args, "force", False)):
-        out = write_report(
-            args.results, getattr(args, "budget", None), targets=targets, out=getattr(args, "out", None)
-        )
-    print(f"wrote {out}")
+    with guarded_output(out, force):
+        written = write_report(results, budget, targets=targets, out=out)
+    print(f"wrote {written}")
     return 0

@@ -47,7 +47,6 @@ checkout on ``PYTHONPATH``); sbatch passes the submitting shell's environment to
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import subprocess
@@ -66,6 +65,7 @@ from suite.stopping import EXIT_INTERRUPTED, Interrupted, stop_requests
 if TYPE_CHECKING:  # the runner imports torch; `suite status` only needs the helpers here
     import submitit
 
+    from suite.launch.request import LaunchRequest
     from suite.runner import PlannedRun
 
 PROFILE_DIR = Path(__file__).resolve().parent.parent / "slurm" / "profiles"
@@ -177,17 +177,6 @@ def load_profile(name: str = DEFAULT_PROFILE) -> Profile:
         setup=tuple(setup),
         sbatch=dict(sbatch),
     )
-
-
-def flag_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The resources given on the command line (flags left unset are absent)."""
-    given = {
-        "partition": args.partition,
-        "gpus_per_run": args.gpus_per_run,
-        "time_min": args.time,
-        "array_parallelism": args.array_parallelism,
-    }
-    return {k: v for k, v in given.items() if v is not None}
 
 
 def slurm_command(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str] | None:
@@ -327,14 +316,14 @@ def array_plan(
     ]
 
 
-def describe_arrays(runs: Sequence[PlannedRun], args: argparse.Namespace) -> str:
+def describe_arrays(runs: Sequence[PlannedRun], request: LaunchRequest) -> str:
     """The job arrays ``submit`` would queue for the runs that are not done (``--dry-run``); whether a run
     is queued already is looked up only when submitting."""
-    profile = load_profile(args.profile or DEFAULT_PROFILE)
+    profile = load_profile(request.profile or DEFAULT_PROFILE)
     todo = [run for run in runs if run.status != "done"]
     limit = max_array_size()
-    per_task = getattr(args, "runs_per_gpu", 1) or 1
-    arrays = array_plan(todo, profile, flag_overrides(args), limit, per_task)
+    per_task = request.runs_per_gpu
+    arrays = array_plan(todo, profile, request.resources, limit, per_task)
     lines = [
         f"SLURM job arrays (profile {profile.name}, MaxArraySize {limit}): {len(arrays)} array(s) of "
         f"{len(todo)} run(s); {len(runs) - len(todo)} run(s) done already"
@@ -366,15 +355,15 @@ def array_executor(
     return executor
 
 
-def submit(runs: Sequence[PlannedRun], args: argparse.Namespace) -> int:
+def submit(runs: Sequence[PlannedRun], request: LaunchRequest) -> int:
     """Submit the unfinished ``runs`` as job arrays and return at once, printing the job ids."""
     import submitit
 
     from suite.config import to_dict
 
-    profile = load_profile(args.profile or DEFAULT_PROFILE)
-    overrides = flag_overrides(args)
-    per_task = args.runs_per_gpu
+    profile = load_profile(request.profile or DEFAULT_PROFILE)
+    overrides = request.resources
+    per_task = request.runs_per_gpu
     todo, skipped = _queued(runs)
     if not todo:
         print(f"nothing to submit: all {len(runs)} run(s) are done or queued")
@@ -382,7 +371,7 @@ def submit(runs: Sequence[PlannedRun], args: argparse.Namespace) -> int:
     plan = array_plan(todo, profile, overrides, max_array_size(), per_task)
     submitted = 0
     for task, resources, packs in plan:
-        executor = array_executor(args.results, task, resources, profile, per_task)
+        executor = array_executor(request.results, task, resources, profile, per_task)
         requeues = [resources.max_requeues] * len(packs)
         try:
             if per_task == 1:
@@ -416,8 +405,8 @@ def submit(runs: Sequence[PlannedRun], args: argparse.Namespace) -> int:
             print(f"  {job.job_id:<12} {run.label}")
         submitted += len(members)
     print(
-        f"{submitted} run(s) submitted, {skipped} skipped; logs in {log_folder(args.results)}; "
-        f"see `suite status --results {args.results}`"
+        f"{submitted} run(s) submitted, {skipped} skipped; logs in {log_folder(request.results)}; "
+        f"see `suite status --results {request.results}`"
     )
     return 0
 

@@ -74,7 +74,6 @@ Columns of ``statistics_table`` (strings): task, budget, metric, sampler, seeds,
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -750,13 +749,16 @@ def plan_caption(power: float, difference: float, level: float = SPREAD_CONFIDEN
     )
 
 
-def plan_main(args: argparse.Namespace) -> int:
-    """``suite plan-seeds``: print the seed plan of the records under ``args.results``."""
-    df = load_records(args.results)
+def print_seed_plan(
+    results: str, difference: float, power: float = 0.8, target_samplers: str | None = None
+) -> int:
+    """``suite plan-seeds``: print the seed plan of the records under ``results`` for a stated
+    ``difference`` at ``power``, against ``target_samplers`` (a comma list; default the paper's baselines)."""
+    df = load_records(results)
     if df.empty:
-        print(f"no records under {args.results}", file=sys.stderr)
+        print(f"no records under {results}", file=sys.stderr)
         return 1
-    targets = parse_targets(args.target_samplers)
-    plan = seed_plan(df, args.difference, None, targets, args.power)
-    print(render(plan, "md", plan_caption(args.power, args.difference), NO_ROWS))
+    targets = parse_targets(target_samplers)
+    plan = seed_plan(df, difference, None, targets, power)
+    print(render(plan, "md", plan_caption(power, difference), NO_ROWS))
     return 0

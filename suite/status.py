@@ -26,7 +26,6 @@ point, stats that stop early) is shown as ``done, records incomplete`` with the 
 
 from __future__ import annotations
 
-import argparse
 import re
 import time
 from collections import Counter
@@ -253,13 +252,13 @@ def collect(results: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def main(args: argparse.Namespace) -> int:
-    """Print the status table of ``args.results`` (a file there is an error)."""
-    if Path(args.results).is_file():
-        raise ValueError(f"--results {args.results} is a file; give a results folder (the one holding runs/)")
-    table = collect(args.results)
+def print_status(results: str | Path) -> int:
+    """Print the status table of ``results`` (a file there is an error); 1 when a run is damaged."""
+    if Path(results).is_file():
+        raise ValueError(f"--results {results} is a file; give a results folder (the one holding runs/)")
+    table = collect(results)
     if table.empty:
-        print(f"no runs under {Path(args.results) / 'runs'}")
+        print(f"no runs under {Path(results) / 'runs'}")
         return 0
     print(table.to_string(index=False))
     counts = Counter(table["status"])

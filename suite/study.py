@@ -36,7 +36,6 @@ the caption says which.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,24 +46,13 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
 
 from suite.config import group_options
-from suite.preflight import preflight
-from suite.runner import (
-    PlannedRun,
-    check_pack_size,
-    check_runs,
-    describe,
-    plan_runs,
-    resolve_samplers,
-    resolve_task,
-    run_local,
-    run_packed,
-)
+from suite.launch.request import LaunchRequest, launch
+from suite.runner import PlannedRun, check_runs, describe, plan_runs, resolve_samplers, resolve_task
 from suite.seeds import describe_seeds, parse_seeds
 
 STUDY_KEYS = ("name", "description", "budget", "seeds", "tasks", "samplers", "overrides", "target")
 REQUIRED_KEYS = ("name", "budget", "seeds", "tasks", "samplers")
 STUDY_COMMAND_LINE_KEYS = ("device", "task.root", "task.download")
-RUN_FLAGS = (("--task", "task"), ("--sampler", "sampler"), ("--budget", "budget"), ("--seeds", "seeds"))
 COMMENT = {"md": "", "latex": "% ", "csv": "# "}
 
 
@@ -316,39 +304,17 @@ def describe_study(study: Study) -> str:
     return "\n".join(lines)
 
 
-def _refuse_run_flags(args: argparse.Namespace) -> None:
-    given = [flag for flag, name in RUN_FLAGS if getattr(args, name) is not None]
-    if given:
-        raise ValueError(
-            f"--study {args.study} sets the tasks, samplers, budget and seeds; drop {', '.join(given)}"
-        )
-
-
-def run_study(args: argparse.Namespace) -> int:
+def run_study(path: str | Path, overrides: list[str], request: LaunchRequest) -> int:
     """``suite run --study FILE``: check every run of the grid, then print it (``--dry-run``), submit it
-    (``--launcher slurm``) or run it here."""
-    _refuse_run_flags(args)
-    study = load_study(args.study)
-    check_command_line(study, args.overrides)
-    rows = plan_study(study, args.results, args.overrides)
+    (``--launcher slurm``) or run it here (``suite.launch.request.launch``)."""
+    study = load_study(path)
+    check_command_line(study, overrides)
+    rows = plan_study(study, request.results, overrides)
     runs = grid_runs(rows)
     check_runs(runs)
-    preflight(runs, args)
-    check_pack_size(args.runs_per_gpu)
-    if args.dry_run:
-        print(describe_study(study))
-        print(describe(runs))
-        print(describe_cost(rows))
-        if args.launcher == "slurm":
-            from suite.slurm import describe_arrays
-
-            print(describe_arrays(runs, args))
-        return 0
-    if args.launcher == "slurm":
-        from suite.slurm import submit
-
-        return submit(runs, args)
-    return run_local(runs) if args.runs_per_gpu == 1 else run_packed(runs, args.runs_per_gpu)
+    return launch(
+        runs, request, lambda: "\n".join([describe_study(study), describe(runs), describe_cost(rows)])
+    )
 
 
 def restrict_to_study(

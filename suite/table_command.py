@@ -10,7 +10,6 @@ incomplete records goes to stderr), so that ``pandas.read_csv`` reads it."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import sys
 from pathlib import Path
@@ -49,46 +48,51 @@ SUMMARY_CAPTION = (
 )
 
 
-def main(args: argparse.Namespace) -> int:
-    """``suite table``: the compact blocks (``--format text``, the default) or the full tables of the records
-    under ``args.results`` (or of the folders ``args.folders``), filtered by ``args.task``, ``args.sampler``
-    and ``args.budget``; committed evidence sets only with ``args.all`` or named.
-
-    ``args.target_samplers`` (optional, a comma list) replaces the paper's baselines as the first target.
+def print_tables(
+    results: str,
+    folders: list[str] | None = None,
+    fmt: str = "text",
+    task: str | None = None,
+    sampler: str | None = None,
+    budget: str | None = None,
+    everything: bool = False,
+    target_samplers: str | None = None,
+    study: str | None = None,
+) -> int:
+    """``suite table``: the compact blocks (``fmt`` text, the default) or the full tables of the records
+    under ``results`` (or of the ``folders``), filtered by ``task``, ``sampler`` (a comma list) and
+    ``budget``; committed evidence sets only with ``everything`` or named; only the grid of the ``study``
+    file when given. ``target_samplers`` (a comma list) replaces the paper's baselines as the first target.
     """
-    fmt = getattr(args, "format", "text")
-    budget = getattr(args, "budget", None)
-    targets = parse_targets(getattr(args, "target_samplers", None))
+    targets = parse_targets(target_samplers)
     if budget is not None:
         from suite.config import group_options
 
         check_choice(budget, group_options("budget"), "budget")
-    folders = list(getattr(args, "folders", None) or [args.results])
-    df, left_out = load_own(folders, bool(getattr(args, "all", False)))
+    folders = list(folders or [results])
+    df, left_out = load_own(folders, everything)
     ok = 1 if df.attrs["damaged"] else 0  # a damaged run.json (reported when read) is left out, and fails
     declared = None
-    if getattr(args, "study", None):
+    if study:
         from suite.study import load_study, restrict_to_study
 
-        declared = load_study(args.study).target
+        declared = load_study(study).target
 
         if fmt in LONG_FORMATS:  # the study's header and missing runs go to stderr, the table alone to stdout
             with contextlib.redirect_stdout(sys.stderr):
-                df = restrict_to_study(df, args.study, args.results, budget, "csv")
+                df = restrict_to_study(df, study, results, budget, "csv")
         else:
-            df = restrict_to_study(df, args.study, args.results, budget, "md" if fmt == "text" else fmt)
+            df = restrict_to_study(df, study, results, budget, "md" if fmt == "text" else fmt)
     if df.empty:
         where = ", ".join(folders) + (f" (left out: {left_out}; --all adds them)" if left_out else "")
         print(f"error: no records under {where}", file=sys.stderr)
         print(incomplete_note(df, fmt), end="", file=sys.stderr)
         return 1
-    task = getattr(args, "task", None)
     if task is not None:
         check_choice(task, sorted(set(df["task"].dropna())), "task")
         df = df[df["task"] == task]
-    samplers = getattr(args, "sampler", None)
+    samplers = None if sampler is None else [s.strip() for s in sampler.split(",") if s.strip()]
     if samplers is not None:
-        samplers = [s.strip() for s in samplers.split(",") if s.strip()]
         for label in samplers:
             check_choice(label, sorted(set(df["sampler"].dropna())), "sampler")
     if fmt == "text":
@@ -114,11 +118,11 @@ def main(args: argparse.Namespace) -> int:
     if samplers is not None:
         df = df[df["sampler"].isin(samplers)]
     if fmt in LONG_FORMATS:
-        print(render_long(long_table(df, budget, load_published(args.results)), fmt), end="")
+        print(render_long(long_table(df, budget, load_published(results)), fmt), end="")
         print(incomplete_note(df, "csv"), end="", file=sys.stderr)
         return ok
     caption = comparison_caption(df, budget) + floor_caption(df, budget)
-    print(render(comparison_table(df, budget, load_published(args.results)), fmt, caption))
+    print(render(comparison_table(df, budget, load_published(results)), fmt, caption))
     caption = target_caption(targets, declared)
     print(render(time_to_target_table(df, budget, targets, declared), fmt, caption, NO_TARGET))
     statistics = statistics_table(df, budget, targets, declared)

@@ -20,7 +20,6 @@ evaluation of the same images against the same references gives.
 
 from __future__ import annotations
 
-import argparse
 import io
 import zipfile
 from pathlib import Path
@@ -88,49 +87,50 @@ def task_reference(task: str, budget: str, overrides: list[str]) -> Tensor:
     return reference
 
 
-def _distance(args: argparse.Namespace) -> FrechetDistance:
+def frechet_distance_of(
+    feature_extractor: str, weights: str | None, batch_size: int, device: str
+) -> FrechetDistance:
+    """The Fréchet distance in ``feature_extractor``'s features (``device``: auto, cpu or cuda)."""
     from infonoise_modalities.image.fid import FrechetDistance
 
-    cuda = {"auto": None, "cpu": False, "cuda": True}[args.device]
-    return FrechetDistance(args.feature_extractor, args.weights, args.batch_size, cuda)
+    cuda = {"auto": None, "cpu": False, "cuda": True}[device]
+    return FrechetDistance(feature_extractor, weights, batch_size, cuda)
 
 
-def ref_main(args: argparse.Namespace) -> int:
-    """``suite fid ref``: write the statistics of ``args.data`` (a folder, zip or task) to ``args.dest``."""
+def write_reference(
+    data: str, dest: str, distance: FrechetDistance, budget: str, overrides: list[str]
+) -> int:
+    """``suite fid ref``: write the statistics of ``data`` (a folder, zip or task) to ``dest``."""
     from infonoise_modalities.image.fid import write_reference_statistics
     from suite.config import group_options
 
-    is_task = not Path(args.data).exists() and args.data in group_options("task")
-    images = task_reference(args.data, args.budget, args.overrides) if is_task else read_images(args.data)
-    distance = _distance(args)
+    is_task = not Path(data).exists() and data in group_options("task")
+    images = task_reference(data, budget, overrides) if is_task else read_images(data)
     mu, sigma = distance.statistics(images)
-    write_reference_statistics(args.dest, mu, sigma)
+    write_reference_statistics(dest, mu, sigma)
     print(
-        f"wrote {args.dest}: {distance.metric_name} statistics (mu {mu.shape}, sigma {sigma.shape}) of "
-        f"{len(images)} images of {args.data}"
+        f"wrote {dest}: {distance.metric_name} statistics (mu {mu.shape}, sigma {sigma.shape}) of "
+        f"{len(images)} images of {data}"
     )
     return 0
 
 
-def calc_main(args: argparse.Namespace) -> int:
-    """``suite fid calc``: print the distance of the images ``args.images`` to the statistics ``args.ref``."""
+def print_distance(images_source: str, ref: str, distance: FrechetDistance) -> int:
+    """``suite fid calc``: print the distance of the images ``images_source`` to the statistics ``ref``."""
     from infonoise_modalities.image.fid import frechet_distance, read_reference_statistics
     from suite.evaluation import finite_result
 
-    if not Path(args.ref).is_file():
-        raise FileNotFoundError(
-            f"reference statistics {args.ref} do not exist; write them with suite fid ref"
-        )
-    images = read_images(args.images)
-    distance = _distance(args)
+    if not Path(ref).is_file():
+        raise FileNotFoundError(f"reference statistics {ref} do not exist; write them with suite fid ref")
+    images = read_images(images_source)
     features = distance.features(images)
     try:
-        mu, sigma = read_reference_statistics(args.ref, features.shape[1])
+        mu, sigma = read_reference_statistics(ref, features.shape[1])
     except ValueError as err:
         raise ValueError(
             f"{err} (suite fid calc needs statistics of the {features.shape[1]}-d features of "
-            f"{args.feature_extractor})"
+            f"{distance.feature_extractor})"
         ) from None
     value = finite_result({"value": frechet_distance(features, mu, sigma)}, distance.metric_name, 0)["value"]
-    print(f"{distance.metric_name} {value:.4f} ({len(images)} images of {args.images} against {args.ref})")
+    print(f"{distance.metric_name} {value:.4f} ({len(images)} images of {images_source} against {ref})")
     return 0

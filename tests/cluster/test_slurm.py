@@ -24,6 +24,7 @@ from typing import TypeVar
 import pytest
 
 from suite.cli import build_parser
+from suite.commands.run import launch_request
 from suite.config import group_options
 from suite.records import read_json, read_jsonl
 from suite.runner import plan_runs
@@ -261,10 +262,12 @@ def test_failing_run_shows_as_failed_with_its_error(slurm_cluster, data, tmp_pat
         "sampler.p_std=1.2,-1.0",
     ]
     runs = plan_runs("bfashion", "edm", "smoke", 1, results, overrides)
-    args = build_parser().parse_args(["run", "--task=bfashion", "--launcher=slurm", f"--results={results}"])
+    request = launch_request(
+        build_parser().parse_args(["run", "--task=bfashion", "--launcher=slurm"]), str(results)
+    )
     for key, value in cli_env().items():
         monkeypatch.setenv(key, value)
-    assert submit(runs, args) == 0
+    assert submit(runs, request) == 0
     try:
         rows = wait_for("both runs to end", runs_finished(results, 2), RUNS_DEADLINE_S)
     finally:
@@ -326,8 +329,10 @@ def test_runs_are_split_at_the_clusters_max_array_size(small_array_cluster, data
     results = tmp_path / "chunked"
     eight = "logu,cos,fm,edm,kg,infonoise,laplace,cauchy"
     runs = plan_runs("bfashion", eight, "smoke", 1, results, [f"task.root={data}", *TINY])
-    args = build_parser().parse_args(["run", "--task=bfashion", "--launcher=slurm", f"--results={results}"])
-    assert submit(runs, args) == 0
+    request = launch_request(
+        build_parser().parse_args(["run", "--task=bfashion", "--launcher=slurm"]), str(results)
+    )
+    assert submit(runs, request) == 0
     subs = submissions(results)
     arrays = sorted({sub["array_job_id"] for sub in subs.values()})
     assert len(arrays) == 2

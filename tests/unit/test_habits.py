@@ -7,7 +7,6 @@ interpreter without plugins), squeue over sacct, downloads checked by md5, and r
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import math
@@ -22,7 +21,7 @@ import pytest
 
 from suite.config import group_options
 from suite.seeds import command_seeds
-from suite.table_command import main as table_main
+from suite.table_command import print_tables
 from tests.helpers.subprocesses import cli_env
 from tests.unit.test_table import write_run
 
@@ -40,8 +39,7 @@ def results(tmp_path: Path) -> Path:
 
 
 def table_output(results: Path, fmt: str, capsys) -> str:
-    args = argparse.Namespace(results=str(results), budget=None, format=fmt, target_samplers=None, study=None)
-    assert table_main(args) == 0
+    assert print_tables(str(results), fmt=fmt) == 0
     return capsys.readouterr().out
 
 
@@ -88,16 +86,15 @@ def read_only(folder: Path) -> None:
 def test_plot_and_report_with_out_write_there_and_leave_a_read_only_results_folder_untouched(
     results: Path, tmp_path: Path
 ):
-    from suite.plots import main as plot_main
-    from suite.report import main as report_main
+    from suite.plots import plot_results
+    from suite.report import report_results
 
     before = snapshot(results)
     read_only(results)
     figures, report = tmp_path / "figures-elsewhere", tmp_path / "report-elsewhere"
     try:
-        assert plot_main(argparse.Namespace(results=str(results), out=str(figures))) == 0
-        args = argparse.Namespace(results=str(results), target_samplers=None, budget=None, out=str(report))
-        assert report_main(args) == 0
+        assert plot_results(str(results), out=str(figures)) == 0
+        assert report_results(str(results), out=str(report)) == 0
         after = snapshot(results)
     finally:
         for path in [results, *results.rglob("*")]:

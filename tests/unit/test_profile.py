@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import math
 from pathlib import Path
 
@@ -21,9 +20,9 @@ from suite.profile import (
     coordinate_bound,
     exact_point_set,
     linear_bound,
-    main,
     profile_report,
     task_examples,
+    write_profile,
 )
 from suite.task import TASKS
 from tests.plugins.seqtoy import CONF as SEQTOY_CONF
@@ -143,7 +142,7 @@ def test_a_subset_never_claims_the_exact_profile():
 def test_profile_command_on_bfashion(tmp_path: Path, capsys):
     """The real binarized Fashion-MNIST training set (skipped when the files are not on this machine)."""
     try:
-        code = main(argparse.Namespace(task="bfashion", budget="smoke", out=str(tmp_path), overrides=[]))
+        code = write_profile("bfashion", "smoke", out=str(tmp_path))
     except FileNotFoundError as err:
         pytest.skip(f"Fashion-MNIST not available: {err}")
     out = capsys.readouterr().out

@@ -33,6 +33,7 @@ from submitit import SlurmExecutor
 from submitit.slurm.slurm import SlurmJob
 
 from suite.cli import build_parser
+from suite.commands.run import launch_request
 from suite.runner import plan_runs
 from suite.slurm import (
     DEFAULT_MAX_ARRAY_SIZE,
@@ -40,7 +41,6 @@ from suite.slurm import (
     _record_submission,
     array_executor,
     array_plan,
-    flag_overrides,
     load_profile,
     log_folder,
     parse_job_state,
@@ -96,10 +96,10 @@ def planned(tmp_path_factory) -> tuple[Path, dict]:
 def sbatch_texts(results: Path, runs: list, flags: list[str], limit: int) -> str:
     """The sbatch files submitit would write for the arrays of ``suite run --launcher slurm FLAGS``."""
     task = runs[0].spec.task
-    args = build_parser().parse_args(["run", f"--task={task}", "--launcher=slurm", *flags])
-    profile = load_profile(args.profile or DEFAULT_PROFILE)
-    per_task = args.runs_per_gpu
-    plan = array_plan(runs, profile, flag_overrides(args), limit, per_task)
+    request = launch_request(build_parser().parse_args(["run", f"--task={task}", "--launcher=slurm", *flags]))
+    profile = load_profile(request.profile or DEFAULT_PROFILE)
+    per_task = request.runs_per_gpu
+    plan = array_plan(runs, profile, request.resources, limit, per_task)
     texts = []
     for number, (task, resources, packs) in enumerate(plan, 1):
         slurm = array_executor(results, task, resources, profile, per_task)._executor

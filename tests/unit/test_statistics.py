@@ -7,7 +7,6 @@ studies with fixed seeds; the paired design and the verdicts on run folders writ
 
 from __future__ import annotations
 
-import argparse
 import math
 from pathlib import Path
 
@@ -36,7 +35,7 @@ from suite.statistics import (
     verdict,
 )
 from suite.table import format_value, load_records
-from suite.table_command import main as table_main
+from suite.table_command import print_tables
 from tests.unit.test_table import write_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -379,7 +378,7 @@ def test_committed_cpu_smoke_table_says_one_seed_no_interval(capsys):
     assert len(others) == 5 * 4 and (others["verdict"] == "1 seed: no interval; run ≥ 3 seeds").all()
     assert (others["method"] == "holm over 4").all()
     assert (table["final, 95% CI"].str.endswith("(1 seed: no interval)")).all()
-    assert table_main(argparse.Namespace(results=str(results), budget=None, format="md")) == 0
+    assert print_tables(str(results), fmt="md") == 0
     assert "| infonoise | 1 | 71.17 (1 seed: no interval) | logu |" in capsys.readouterr().out
 
 

@@ -6,7 +6,6 @@ config.yaml and sampler.jsonl) so that these tests exercise the same loading pat
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import math
 from pathlib import Path
@@ -29,7 +28,7 @@ from suite.table import (
     time_to_target,
     time_to_target_table,
 )
-from suite.table_command import main
+from suite.table_command import print_tables
 
 
 def write_run(
@@ -344,7 +343,7 @@ def test_a_done_run_whose_records_stop_short_is_flagged_in_every_view(tmp_path: 
     )
     targets = time_to_target_table(records)
     assert cell_value(targets, "bfashion", "edm") == "0.02 [records incomplete]"
-    assert main(argparse.Namespace(results=str(tmp_path), budget=None, format="md")) == 0
+    assert print_tables(str(tmp_path), budget=None, fmt="md") == 0
     out = capsys.readouterr().out
     assert "Records incomplete: 2 done run(s)" in out
     for run, reason in why.items():
@@ -452,10 +451,10 @@ def test_the_printed_caption_names_the_targets_the_table_was_computed_with(tmp_p
     write_run(tmp_path, "dna", "edm", 0, [(10, 20.0), (20, 10.0)])
     write_run(tmp_path, "dna", "laplace", 0, [(10, 15.0), (20, 8.0)])
     write_run(tmp_path, "dna", "infonoise", 0, [(10, 9.0), (20, 5.0)])
-    args = argparse.Namespace(results=str(tmp_path), budget=None, format="md", target_samplers="edm, laplace")
-    assert main(args) == 0
+    targets = "edm, laplace"
+    assert print_tables(str(tmp_path), fmt="md", target_samplers=targets) == 0
     captions = [line for line in capsys.readouterr().out.splitlines() if line.startswith("### ")]
-    table = time_to_target_table(load_records(tmp_path), targets=parse_targets(args.target_samplers))
+    table = time_to_target_table(load_records(tmp_path), targets=parse_targets(targets))
     assert cell_value(table, "dna", "target (edm, laplace)") == "laplace: 8.00"
     assert "Target (edm, laplace)" in captions[1] and "(logu, cos, fm, edm)" not in captions[1]
     with pytest.raises(ValueError, match="no target samplers"):
@@ -514,7 +513,7 @@ def test_both_kg_readings_stand_beside_the_papers_kg(tmp_path: Path):
 
 @pytest.mark.parametrize("fmt", ["md", "latex", "csv"])
 def test_main_prints_both_tables(crossing: Path, capsys, fmt: str):
-    assert main(argparse.Namespace(results=str(crossing), budget=None, format=fmt)) == 0
+    assert print_tables(str(crossing), budget=None, fmt=fmt) == 0
     out = capsys.readouterr().out
     assert "cifar10" in out and "not reached" in out
     if fmt == "md":
@@ -526,12 +525,11 @@ def test_main_prints_both_tables(crossing: Path, capsys, fmt: str):
 
 
 def test_main_budget_filter_and_empty(crossing: Path, tmp_path: Path, capsys):
-    logu = argparse.Namespace(results=str(crossing), budget=None, format="md", target_samplers="logu")
-    assert main(logu) == 0
+    assert print_tables(str(crossing), fmt="md", target_samplers="logu") == 0
     assert "target (logu)" in capsys.readouterr().out
-    assert main(argparse.Namespace(results=str(crossing), budget="paper", format="md")) == 0
+    assert print_tables(str(crossing), budget="paper", fmt="md") == 0
     assert "cifar10" not in capsys.readouterr().out
-    assert main(argparse.Namespace(results=str(tmp_path / "nothing"), budget=None, format="md")) == 1
+    assert print_tables(str(tmp_path / "nothing"), budget=None, fmt="md") == 1
 
 
 @pytest.mark.parametrize("fmt, prefix", [("md", ""), ("latex", "% "), ("csv", "# ")])
@@ -548,12 +546,12 @@ def test_the_last_line_says_what_a_budget_with_a_note_can_show(tmp_path: Path, c
     write_run(
         tmp_path, "bfashion", "edm", 0, [(12.8, 90.0)], budget="smoke", comparison="b" * 10, config=smoke
     )
-    assert main(argparse.Namespace(results=str(tmp_path), budget=None, format=fmt)) == 0
+    assert print_tables(str(tmp_path), budget=None, fmt=fmt) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[-1] == f"{prefix}Budget demo: {note}"
     assert sum(line.startswith(f"{prefix}Budget ") for line in lines) == 1
     assert note.startswith("shows that every sampler trains") and "not which sampler is better" in note
-    assert main(argparse.Namespace(results=str(tmp_path), budget="smoke", format=fmt)) == 0
+    assert print_tables(str(tmp_path), budget="smoke", fmt=fmt) == 0
     assert "Budget demo" not in capsys.readouterr().out
 
 

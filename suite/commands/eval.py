@@ -1,0 +1,43 @@
+"""``suite eval``: re-score the saved network snapshots of a finished run (``suite.evaluation.rescore``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from suite.commands import EXIT_USAGE, RUN_FOLDER_HELP
+from suite.names import positive_int
+
+HELP = "re-score the saved network snapshots of a finished run"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", help=RUN_FOLDER_HELP)
+    parser.add_argument("--metric", default=None, help="one metric of the task (default: all)")
+    parser.add_argument("--kimg", type=float, default=None, help="one evaluation point (default: all)")
+    parser.add_argument("--grid", default="karras", help="solver grid: karras | infogrid | …")
+    parser.add_argument(
+        "--steps", type=positive_int, default=None, help="solver steps, >= 1 (default: the task's)"
+    )
+    parser.add_argument(
+        "--guidance", type=float, default=None, help="classifier-free guidance scale (default: the budget's)"
+    )
+    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:K or auto")
+
+
+def run(args: argparse.Namespace) -> int:
+    from suite.grids import GRIDS
+    from suite.names import did_you_mean
+
+    if args.grid not in GRIDS:  # before the run folder, the data and the network are read
+        close = did_you_mean(args.grid, GRIDS)
+        raise ValueError(f"unknown solver grid {args.grid!r}; {close}valid grids: {', '.join(GRIDS)}")
+    from suite.evaluation import rescore
+    from suite.lease import RunBusy
+
+    try:
+        rescore(args.run_dir, args.metric, args.kimg, args.grid, args.steps, args.device, args.guidance)
+    except RunBusy as busy:
+        print(f"error: {busy}", file=sys.stderr)
+        return EXIT_USAGE
+    return 0

@@ -1,0 +1,31 @@
+"""``suite plan-seeds``: the seeds a stated difference to the target needs, from an upper bound of the
+spread measured so far (``suite.statistics.print_seed_plan``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from suite.commands import DEFAULT_RESULTS, TARGET_HELP
+from suite.names import probability
+
+HELP = "seeds a stated difference to the target needs, from an upper bound of the spread"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--results", default=DEFAULT_RESULTS, help="results folder")
+    parser.add_argument(
+        "--difference",
+        type=float,
+        required=True,
+        help="difference to detect, in the metric's units, stated before looking (never the measured one)",
+    )
+    parser.add_argument(
+        "--power", type=probability, default=0.8, help="power of the paired t test, in (0, 1) (default 0.8)"
+    )
+    parser.add_argument("--target-samplers", default=None, help=TARGET_HELP)
+
+
+def run(args: argparse.Namespace) -> int:
+    from suite.statistics import print_seed_plan
+
+    return print_seed_plan(args.results, args.difference, args.power, args.target_samplers)

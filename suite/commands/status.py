@@ -1,0 +1,19 @@
+"""``suite status``: the state of every run of a results folder, with SLURM's view (``suite.status``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from suite.commands import DEFAULT_RESULTS
+
+HELP = "state of every run of a results folder"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--results", default=DEFAULT_RESULTS, help="results folder")
+
+
+def run(args: argparse.Namespace) -> int:
+    from suite.status import print_status
+
+    return print_status(args.results)
