@@ -15,11 +15,13 @@ whose model space is learned (token embeddings) supplies its own objective with 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
 
-from suite.weighting import LossWeight
+if TYPE_CHECKING:
+    from suite.weighting import LossWeight
 
 
 class Objective(ABC):

@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import yaml
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
@@ -53,7 +52,6 @@ from suite.seeds import describe_seeds, parse_seeds
 STUDY_KEYS = ("name", "description", "budget", "seeds", "tasks", "samplers", "overrides", "target")
 REQUIRED_KEYS = ("name", "budget", "seeds", "tasks", "samplers")
 STUDY_COMMAND_LINE_KEYS = ("device", "task.root", "task.download")
-COMMENT = {"md": "", "latex": "% ", "csv": "# "}
 
 
 @dataclass(frozen=True)
@@ -315,34 +313,3 @@ def run_study(path: str | Path, overrides: list[str], request: LaunchRequest) ->
     return launch(
         runs, request, lambda: "\n".join([describe_study(study), describe(runs), describe_cost(rows)])
     )
-
-
-def restrict_to_study(
-    df: pd.DataFrame, path: str | Path, results: str | Path, budget: str | None = None, fmt: str = "md"
-) -> pd.DataFrame:
-    """The rows of ``df`` (``suite.results.records_frame`` of ``results``) that belong to the study's run
-    folders; prints the study and the grid's runs without a finished record as missing (as comment lines in
-    the LaTeX and CSV formats)."""
-    from suite.table import finished
-
-    study = load_study(path)
-    if budget is not None and budget != study.budget:
-        raise ValueError(
-            f"--budget {budget} with --study {path}, whose budget is {study.budget}; drop --budget"
-        )
-    runs = grid_runs(plan_study(study, results))
-    planned = {str(run.run_dir.resolve()): run for run in runs}
-    if df.empty:  # no records at all: every run of the grid is missing
-        mine, present = df, set()
-    else:
-        mine = df[df["run_dir"].map(lambda folder: str(Path(folder).resolve()) in planned)]
-        present = {str(Path(folder).resolve()) for folder in finished(mine)["run_dir"]}
-    missing = [run for key, run in planned.items() if key not in present]
-    lines = [
-        *describe_study(study).splitlines(),
-        f"{len(runs) - len(missing)} of {len(runs)} run(s) in the tables; {len(missing)} missing"
-        + (":" if missing else ""),
-        *(f"  missing {run.label:<40} ({run.status}) {run.run_dir}" for run in missing),
-    ]
-    print("\n".join(COMMENT[fmt] + line for line in lines) + "\n")
-    return mine

@@ -24,6 +24,7 @@ from suite.table import (
     NO_TARGET,
     comparison_caption,
     comparison_table,
+    finished,
     floor_caption,
     guidance_note,
     incomplete_note,
@@ -74,7 +75,7 @@ def print_tables(
     ok = 1 if df.attrs["damaged"] else 0  # a damaged run.json (reported when read) is left out, and fails
     declared = None
     if study:
-        from suite.study import load_study, restrict_to_study
+        from suite.study import load_study
 
         declared = load_study(study).target
 
@@ -177,3 +178,37 @@ def budget_notes(df: pd.DataFrame, budget: str | None = None, fmt: str = "md") -
             notes.setdefault(str(config.get("name")), " ".join(str(config["note"]).split()))
     prefix = {"csv": "# ", "latex": "% "}.get(fmt, "")
     return "".join(f"{prefix}Budget {name}: {note}\n" for name, note in sorted(notes.items()))
+
+
+COMMENT = {"md": "", "latex": "% ", "csv": "# "}
+
+
+def restrict_to_study(
+    df: pd.DataFrame, path: str | Path, results: str | Path, budget: str | None = None, fmt: str = "md"
+) -> pd.DataFrame:
+    """The rows of ``df`` (``suite.results.records_frame`` of ``results``) that belong to the study's run
+    folders; prints the study and the grid's runs without a finished record as missing (as comment lines in
+    the LaTeX and CSV formats)."""
+    from suite.study import describe_study, grid_runs, load_study, plan_study
+
+    study = load_study(path)
+    if budget is not None and budget != study.budget:
+        raise ValueError(
+            f"--budget {budget} with --study {path}, whose budget is {study.budget}; drop --budget"
+        )
+    runs = grid_runs(plan_study(study, results))
+    planned = {str(run.run_dir.resolve()): run for run in runs}
+    if df.empty:  # no records at all: every run of the grid is missing
+        mine, present = df, set()
+    else:
+        mine = df[df["run_dir"].map(lambda folder: str(Path(folder).resolve()) in planned)]
+        present = {str(Path(folder).resolve()) for folder in finished(mine)["run_dir"]}
+    missing = [run for key, run in planned.items() if key not in present]
+    lines = [
+        *describe_study(study).splitlines(),
+        f"{len(runs) - len(missing)} of {len(runs)} run(s) in the tables; {len(missing)} missing"
+        + (":" if missing else ""),
+        *(f"  missing {run.label:<40} ({run.status}) {run.run_dir}" for run in missing),
+    ]
+    print("\n".join(COMMENT[fmt] + line for line in lines) + "\n")
+    return mine
