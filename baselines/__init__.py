@@ -1,1 +1,2 @@
-"""Baseline training-noise samplers, one per module, each registered by name in ``suite.sampler.SAMPLERS``."""
+"""Baseline training-noise samplers, one per module, each registered by name in
+``suite.noise.sampler.SAMPLERS``."""

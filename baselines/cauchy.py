@@ -13,8 +13,8 @@ import torch
 from torch import Tensor
 
 from baselines.logsnr import LogSNRLocationScale
-from suite.sampler import SAMPLERS
-from suite.weighting import LossWeight
+from suite.noise.sampler import SAMPLERS
+from suite.noise.weighting import LossWeight
 
 
 @SAMPLERS.register("cauchy")

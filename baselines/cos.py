@@ -12,7 +12,7 @@ import math
 import torch
 from torch import Tensor
 
-from suite.sampler import SAMPLERS, TruncatedSampler
+from suite.noise.sampler import SAMPLERS, TruncatedSampler
 
 
 @SAMPLERS.register("cos")

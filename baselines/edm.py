@@ -10,8 +10,8 @@ import math
 import torch
 from torch import Tensor
 
-from suite.sampler import SAMPLERS, TruncatedSampler
-from suite.weighting import LossWeight
+from suite.noise.sampler import SAMPLERS, TruncatedSampler
+from suite.noise.weighting import LossWeight
 
 
 @SAMPLERS.register("edm")

@@ -11,7 +11,7 @@ reverse order) proportional to a running average of the *weighted* loss in each 
 - ``importance_correction: false``: p ∝ E[w(σ)·ℓ] per bin and the loss keeps the plain weight w, so the
   effective allocation φ = p·w moves toward the weighted loss.
 
-Statistics are kept as in ``suite.adaptive`` (device bins, decayed accumulators, rebuild every
+Statistics are kept as in ``suite.noise.adaptive`` (device bins, decayed accumulators, rebuild every
 ``refresh_every`` steps after a warm-up on the base prior).
 """
 
@@ -21,10 +21,10 @@ from typing import Any
 
 from torch import Tensor
 
-from suite.adaptive import BinnedAdaptiveSampler
-from suite.sampler import SAMPLERS
-from suite.tabulated import TabulatedDensity
-from suite.weighting import LossWeight
+from suite.noise.adaptive import BinnedAdaptiveSampler
+from suite.noise.sampler import SAMPLERS
+from suite.noise.tabulated import TabulatedDensity
+from suite.noise.weighting import LossWeight
 
 
 @SAMPLERS.register("kg")

@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from baselines.kg import KingmaGaoAdaptive
-from suite.sampler import SAMPLERS
-from suite.weighting import LossWeight
+from suite.noise.sampler import SAMPLERS
+from suite.noise.weighting import LossWeight
 
 
 @SAMPLERS.register("kg-uncorrected")

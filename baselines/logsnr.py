@@ -15,8 +15,8 @@ from typing import ClassVar
 
 from torch import Tensor
 
-from suite.sampler import TruncatedSampler
-from suite.weighting import LossWeight
+from suite.noise.sampler import TruncatedSampler
+from suite.noise.weighting import LossWeight
 
 
 class LogSNRLocationScale(TruncatedSampler):

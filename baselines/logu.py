@@ -11,7 +11,7 @@ import math
 import torch
 from torch import Tensor
 
-from suite.sampler import SAMPLERS, NoiseSampler
+from suite.noise.sampler import SAMPLERS, NoiseSampler
 
 
 @SAMPLERS.register("logu")

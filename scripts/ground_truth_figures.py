@@ -31,10 +31,10 @@ import torch  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
 from infonoise_modalities.points.metrics import LearnedDensityTV  # noqa: E402
-from suite.assembly import build_loss_weight, build_noise_sampler, build_task  # noqa: E402
+from suite.noise.sampler import build_sampler  # noqa: E402
 from suite.paths import cache_dir  # noqa: E402
-from suite.sampler import build_sampler  # noqa: E402
-from suite.spec import run_spec  # noqa: E402
+from suite.run.assembly import build_loss_weight, build_noise_sampler, build_task  # noqa: E402
+from suite.run.spec import run_spec  # noqa: E402
 
 
 def read_jsonl(path: Path) -> list[dict]:

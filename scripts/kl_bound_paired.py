@@ -21,9 +21,9 @@ import numpy as np
 import torch
 
 from infonoise_modalities.points.metrics import CHUNK, KLBound, NodeDraws, quadrature
-from suite.assembly import build_parts, build_task
-from suite.evaluation import finished_run, load_snapshot
 from suite.records import read_jsonl
+from suite.run.assembly import build_parts, build_task
+from suite.run.evaluation import finished_run, load_snapshot
 
 
 def recorded(run: Path, nimg: int) -> dict:

@@ -15,8 +15,8 @@ import time
 
 import torch
 
-from suite.analytic import AnalyticData
-from suite.calibration import ANALYTIC_CASES, analytic_target, total_variation
+from suite.noise.analytic import AnalyticData
+from suite.noise.calibration import ANALYTIC_CASES, analytic_target, total_variation
 
 
 def run(case: str, data: AnalyticData, steps: int, batch: int, seed: int, **params: object) -> float:

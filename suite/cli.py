@@ -43,9 +43,14 @@ COMMANDS = (
 )
 
 
+# Commands whose code lives with a modality, by module name (the core imports no modality package).
+MODALITY_COMMANDS = {"fid": "infonoise_modalities.image.fid_command"}
+
+
 def command_module(name: str) -> ModuleType:
-    """The module of ``suite NAME`` (``suite.commands.plan_seeds`` for ``plan-seeds``)."""
-    return importlib.import_module(f"suite.commands.{name.replace('-', '_')}")
+    """The module of ``suite NAME`` (``suite.commands.plan_seeds`` for ``plan-seeds``; a modality's own
+    command module for the names of ``MODALITY_COMMANDS``)."""
+    return importlib.import_module(MODALITY_COMMANDS.get(name, f"suite.commands.{name.replace('-', '_')}"))
 
 
 EXAMPLES = """\
@@ -164,7 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     if overrides:
         args.overrides = [*args.overrides, *overrides]
     if debug:
-        os.environ["SUITE_DEBUG"] = "1"  # a failed run's traceback on the terminal too (suite.runner.attempt)
+        os.environ["SUITE_DEBUG"] = (
+            "1"  # a failed run's traceback on the terminal too (suite.launch.runner.attempt)
+        )
     from suite.stopping import Interrupted, stop_requests  # no torch: handlers in place before heavy imports
 
     warnings.formatwarning = lambda message, *_, **__: f"warning: {message}\n"  # one line, no source line

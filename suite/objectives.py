@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 
 if TYPE_CHECKING:
-    from suite.weighting import LossWeight
+    from suite.noise.weighting import LossWeight
 
 
 class Objective(ABC):

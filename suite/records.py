@@ -9,8 +9,8 @@ A run directory holds
                   per run, in the schema of ``evaluation_row``; each row names its protocol: solver grid,
                   steps, NFE, generated samples, reference examples and the size of the reference split
                   they were drawn from (rows written before ``steps`` and ``reference_split`` existed are
-                  read as the run's own protocol, see ``suite.results``)
-  checkpoints/    see ``suite.checkpoint``
+                  read as the run's own protocol, see ``suite.report.results``)
+  checkpoints/    see ``suite.run.checkpoint``
   snapshots/      the EMA network and sampler state at each evaluation point (``suite eval`` re-scores them)
 JSON files are replaced atomically (write to a temporary file, fsync, rename), with the mode a plain
 ``open`` gives, 0666 less the process's umask (``mkstemp``'s own 0600 would hide them from colleagues on a

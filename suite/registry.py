@@ -1,8 +1,8 @@
 """Name → class registries for samplers, tasks and metrics.
 
 A plugin is one module that decorates its class with ``@REGISTRY.register("name")``. The plugin modules
-(every module of ``baselines/`` plus ``suite.infonoise`` for samplers, every module of ``tasks/`` for tasks,
-every module of ``suite/metrics/`` plus the modalities' metric modules (image FID, DNA Sei, text MAUVE,
+(every module of ``baselines/`` plus ``suite.noise.infonoise`` for samplers, every module of ``tasks/`` for
+tasks, every module of ``suite/metrics/`` plus the modalities' metric modules (image FID, DNA Sei, text MAUVE,
 points) for metrics and featurisers) are imported on the first lookup,
 so every name is found in a fresh interpreter whatever was imported before, and third-party packages can add
 modules through the entry-point groups ``infonoise_suite.samplers`` / ``.tasks`` / ``.metrics`` /

@@ -46,8 +46,8 @@ from suite.registry import Registry
 
 if TYPE_CHECKING:
     from suite.metrics import Metric
+    from suite.noise.weighting import LossWeight
     from suite.objectives import Objective
-    from suite.weighting import LossWeight
 
 Cond = dict[str, Tensor]
 

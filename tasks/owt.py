@@ -63,10 +63,10 @@ from infonoise_modalities.text.data import (
 )
 from infonoise_modalities.text.mauve import model_available
 from infonoise_modalities.text.network import LogitsSink, TextTransformer
+from suite.noise.weighting import LossWeight
 from suite.objectives import GaussianX0Objective, Objective
 from suite.paths import tokens_dir
 from suite.task import TASKS, Batch, Split, Task, TaskData, content_fingerprint
-from suite.weighting import LossWeight
 
 OPENWEBTEXT_DOCUMENTS = 8_013_769
 REAL_TOKENIZER = "gpt2"

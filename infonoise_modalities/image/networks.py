@@ -1,4 +1,4 @@
-"""A DDPM++-style U-Net, the raw network F_θ that ``suite.diffusion.EDMDenoiser`` preconditions.
+"""A DDPM++-style U-Net, the raw network F_θ that ``suite.run.diffusion.EDMDenoiser`` preconditions.
 
 The layout follows the DDPM++ family of Song et al. 2021 ("Score-Based Generative Modeling through
 Stochastic Differential Equations", arXiv 2011.13456) as used by Karras et al. 2022 ("Elucidating the
@@ -13,7 +13,7 @@ padding (28 → 14 → 7), so its attention resolution must be one of 28, 14, 7 
 
 Class conditioning takes one-hot rows (float) or integer indices. The label embedding is a bias-free
 linear map, so an all-zero row adds nothing: it is the suite's *null label*, used for label dropout in
-training and for the unconditional branch of classifier-free guidance (``suite.solvers.guided``).
+training and for the unconditional branch of classifier-free guidance (``suite.run.solvers.guided``).
 Augmentation labels (``augment_labels``, the 9 parameters of ``augment.AugmentPipe``) enter the
 same embedding through another bias-free linear map (Karras et al. 2022, Sec. 5 "non-leaking
 augmentation"); None or zeros — no augmentation — add nothing, which is how the network is sampled.

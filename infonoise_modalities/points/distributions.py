@@ -1,6 +1,6 @@
 """The ground-truth distributions: isotropic Gaussian mixtures Σ_k w_k N(μ_k, s²I), their moments and MMSE.
 
-Both are ``suite.analytic.GaussianMixtureData``, so the posterior mean E[x₀ | x₀ + σε = x] (the optimal
+Both are ``suite.noise.analytic.GaussianMixtureData``, so the posterior mean E[x₀ | x₀ + σε = x] (the optimal
 denoiser D*) is in closed form:
 
 * ``ring``: ``components`` equal-weight Gaussians of standard deviation ``spread`` whose means lie evenly on
@@ -17,10 +17,10 @@ denoiser D*) is in closed form:
 with λ_k = s_k²/(s_k² + σ²)), so no [n, K, d] array is formed: the metrics call it for every evaluation.
 
 Moments of a mixture: mean μ̄ = Σ_k w_k μ_k, covariance Σ = Σ_k w_k (s_k²I + μ_kμ_kᵀ) − μ̄μ̄ᵀ. MMSE(σ) is
-the tensor-product quadrature of ``suite.information.isotropic_mixture_mmse_2d`` in d = 2 and the
+the tensor-product quadrature of ``suite.noise.information.isotropic_mixture_mmse_2d`` in d = 2 and the
 Monte Carlo average of the posterior variance tr Cov(x₀ | x) = Σ_k r_k(d·s_k²(1 − λ_k) + ‖m_k‖²) − ‖m̄‖²
-over draws x of the noisy data otherwise (Rao–Blackwellised, as ``suite.information.gaussian_mixture_mmse``,
-whose general covariance path costs d times more per draw).
+over draws x of the noisy data otherwise (Rao–Blackwellised, as
+``suite.noise.information.gaussian_mixture_mmse``, whose general covariance path costs d times more per draw).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from suite.analytic import GaussianMixtureData
-from suite.information import isotropic_mixture_mmse_2d
+from suite.noise.analytic import GaussianMixtureData
+from suite.noise.information import isotropic_mixture_mmse_2d
 
 KINDS = ("ring", "two-scale")
 

@@ -67,11 +67,11 @@ import torch
 from torch import Tensor
 
 from infonoise_modalities.points.distributions import IsotropicMixture, exact_mmse, moments
-from suite.analytic import AnalyticData, GaussianMixtureData
 from suite.metrics import METRICS, EvalInputs, Metric, MetricSpec
 from suite.metrics.frechet import trace_sqrt_product
+from suite.noise.analytic import AnalyticData, GaussianMixtureData
+from suite.noise.sampler import NoiseSampler, build_sampler
 from suite.records import write_atomic
-from suite.sampler import NoiseSampler, build_sampler
 from suite.task import content_fingerprint
 
 

@@ -1,6 +1,6 @@
 """The raw network F(x, c_noise) of the point tasks: an MLP on the point and a Fourier embedding of c_noise.
 
-The noise label c_noise = ¼·ln σ (EDM's preconditioning, ``suite.diffusion``) enters as
+The noise label c_noise = ¼·ln σ (EDM's preconditioning, ``suite.run.diffusion``) enters as
 [cos(2π f_j c_noise), sin(2π f_j c_noise)] for ``embedding`` / 2 fixed frequencies f_j = 2^(j/2), j = 0 … (a
 geometric ladder, as the Fourier features of Tancik et al. 2020, NeurIPS), concatenated with x and passed
 through ``depth`` SiLU layers of ``width`` units and a linear read-out to the point's dimension.

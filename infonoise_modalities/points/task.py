@@ -23,8 +23,8 @@ from torch import Tensor, nn
 from infonoise_modalities.points.distributions import build_distribution
 from infonoise_modalities.points.metrics import ExactMetric
 from infonoise_modalities.points.network import PointMLP
-from suite.analytic import GaussianMixtureData
 from suite.metrics import Metric
+from suite.noise.analytic import GaussianMixtureData
 from suite.task import Task, TaskData, TensorSplit, content_fingerprint
 
 

@@ -1,5 +1,6 @@
 """``suite bench train|sampler|eval|sweep|statistics``: measured speed figures, side by side in one run
-(``suite.bench``), and the simulated studies through the table's statistics (``suite.bench_statistics``)."""
+(``suite.report.bench``), and the simulated studies through the table's statistics
+(``suite.report.bench_statistics``)."""
 
 from __future__ import annotations
 
@@ -57,10 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.what == "statistics":
-        from suite.bench_statistics import print_simulation
+        from suite.report.bench_statistics import print_simulation
 
         return print_simulation(args.replications, args.pilots, args.seed)
-    from suite.bench import BenchRequest, measure
+    from suite.report.bench import BenchRequest, measure
 
     options = ("batch", "steps", "variants", "runs", "samples")
     return measure(

@@ -1,4 +1,5 @@
-"""``suite eval``: re-score the saved network snapshots of a finished run (``suite.evaluation.rescore``)."""
+"""``suite eval``: re-score the saved network snapshots of a finished run
+(``suite.run.evaluation.rescore``)."""
 
 from __future__ import annotations
 
@@ -26,14 +27,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from suite.grids import GRIDS
     from suite.names import did_you_mean
+    from suite.run.grids import GRIDS
 
     if args.grid not in GRIDS:  # before the run folder, the data and the network are read
         close = did_you_mean(args.grid, GRIDS)
         raise ValueError(f"unknown solver grid {args.grid!r}; {close}valid grids: {', '.join(GRIDS)}")
-    from suite.evaluation import rescore
     from suite.lease import RunBusy
+    from suite.run.evaluation import rescore
 
     try:
         rescore(args.run_dir, args.metric, args.kimg, args.grid, args.steps, args.device, args.guidance)

@@ -1,5 +1,5 @@
 """``suite guidance``: choose a conditional run's guidance scale on held-out conditions
-(``suite.guidance.sweep_guidance``), written to the run's ``guidance.json``."""
+(``suite.run.guidance.sweep_guidance``), written to the run's ``guidance.json``."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from suite.guidance import parse_scales, sweep_guidance
     from suite.lease import RunBusy
+    from suite.run.guidance import parse_scales, sweep_guidance
 
     try:
         scales = parse_scales(args.scales)

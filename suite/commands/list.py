@@ -13,8 +13,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from suite.config import group_options
+    from suite.noise.sampler import SAMPLERS
     from suite.registry import description
-    from suite.sampler import SAMPLERS
     from suite.task import TASKS
 
     tasks, samplers = list(TASKS), list(SAMPLERS)  # every plugin imported before the first line is printed

@@ -1,4 +1,4 @@
-"""``suite plot``: write the figures from the records (``suite.plots.plot_results``)."""
+"""``suite plot``: write the figures from the records (``suite.report.plots.plot_results``)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from suite.plots import plot_results
+    from suite.report.plots import plot_results
 
     return plot_results(args.results, args.out, args.force, args.all)

@@ -1,4 +1,5 @@
-"""``suite profile``: the post hoc information profile of a task's data (``suite.profile.write_profile``)."""
+"""``suite profile``: the post hoc information profile of a task's data
+(``suite.report.profile.write_profile``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from suite.profile import write_profile
+    from suite.report.profile import write_profile
 
     return write_profile(args.task, args.budget, args.results, args.out, args.overrides)

@@ -1,5 +1,5 @@
 """``suite report``: write REPORT.md with the tables, figures and commands
-(``suite.report.report_results``)."""
+(``suite.report.report.report_results``)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from suite.report import report_results
+    from suite.report.report import report_results
 
     return report_results(args.results, args.out, args.force, args.target_samplers)

@@ -1,8 +1,8 @@
 """``suite run``: train and evaluate runs (locally or as SLURM job arrays).
 
 The flags become one :class:`suite.launch.request.LaunchRequest` (:func:`launch_request`); the runs come
-from ``--task``/``--sampler``/``--budget``/``--seeds`` (``suite.runner.plan_runs``) or from a study file
-(``suite.study``), and both go through ``suite.launch.request.launch``."""
+from ``--task``/``--sampler``/``--budget``/``--seeds`` (``suite.launch.runner.plan_runs``) or from a study
+file (``suite.launch.study``), and both go through ``suite.launch.request.launch``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from suite.commands import DEFAULT_RESULTS
 from suite.names import builtin_names, positive_int
-from suite.seeds import SEEDS_HELP
+from suite.run.seeds import SEEDS_HELP
 
 if TYPE_CHECKING:
     from suite.launch.request import LaunchRequest
@@ -87,17 +87,17 @@ def run(args: argparse.Namespace) -> int:
     from suite.config import check_names  # hydra, not torch
 
     check_names(args.task, args.sampler, args.budget)  # a misspelt name answered before torch is imported
-    from suite.seeds import command_seeds
+    from suite.run.seeds import command_seeds
 
     seeds, overrides = command_seeds(args.seeds, args.overrides)
+    from suite.launch.preflight import group_flags
     from suite.launch.request import launch
-    from suite.preflight import group_flags
 
     flags = {"task": args.task, "sampler": args.sampler, "budget": args.budget, "results": args.results}
     chosen, overrides = group_flags(flags, overrides)
     request = launch_request(args, chosen["results"])
     if args.study:  # a study's overrides may only say where things sit (its check refuses seed=, task= …)
-        from suite.study import run_study
+        from suite.launch.study import run_study
 
         given = [flag for flag, name in RUN_FLAGS if getattr(args, name) is not None]
         if given:
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         return run_study(args.study, args.overrides, request)
     if chosen["task"] is None:
         raise ValueError("suite run needs --task TASK (suite list names them) or --study FILE")
-    from suite.runner import check_runs, describe, describe_configs, plan_runs
+    from suite.launch.runner import check_runs, describe, describe_configs, plan_runs
 
     runs = plan_runs(
         chosen["task"],
@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     check_runs(runs)  # every sampler, weight, task and network built, every invalid value reported at once
 
     def plan() -> str:
-        from suite.cost import describe_cost, measured_here, planned_cost
+        from suite.launch.cost import describe_cost, measured_here, planned_cost
 
         here = measured_here(runs[0].spec) if request.launcher == "local" else None
         cost = describe_cost(planned_cost(runs[0].spec), len(runs), here)

@@ -1,5 +1,5 @@
 """``suite samplers --plot FILE``: every sampler's density and effective allocation in one figure
-(``suite.plots.plot_sampler_densities``)."""
+(``suite.report.plots.plot_sampler_densities``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from suite.plots import plot_sampler_densities
+    from suite.report.plots import plot_sampler_densities
 
     plot_sampler_densities(args.plot, weight=args.weight, sigma_data=args.sigma_data)
     print(f"wrote {args.plot}")

@@ -1,5 +1,5 @@
 """``suite samples``: write generated samples of a run's saved snapshot, without the trainer
-(``suite.evaluation.write_samples``; ``--out`` guarded by ``suite.outputs``)."""
+(``suite.run.evaluation.write_samples``; ``--out`` guarded by ``suite.outputs``)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from suite.evaluation import write_samples
     from suite.outputs import guarded_output
+    from suite.run.evaluation import write_samples
 
     with guarded_output(args.out, args.force):
         write_samples(args.run_dir, args.out, args.kimg, args.n, args.device)

@@ -1,4 +1,5 @@
-"""``suite status``: the state of every run of a results folder, with SLURM's view (``suite.status``)."""
+"""``suite status``: the state of every run of a results folder, with SLURM's view
+(``suite.report.status``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from suite.status import print_status
+    from suite.report.status import print_status
 
     return print_status(args.results)

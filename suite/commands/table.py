@@ -1,5 +1,5 @@
 """``suite table``: the runs' results, one block per task, budget and metric, or the full tables
-(``suite.table_command.print_tables``)."""
+(``suite.report.table_command.print_tables``)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from suite.table_command import print_tables
+    from suite.report.table_command import print_tables
 
     return print_tables(
         args.results,

@@ -3,9 +3,9 @@
 A :class:`LaunchRequest` holds how and where planned runs are launched — here or as SLURM job arrays, the
 cluster profile, the resources given on the command line, the runs trained at once on one device, whether
 only to print the plan, the results folder — built once from the flags (``suite.commands.run``) and read by
-the preflight (``suite.preflight``) and the SLURM submission (``suite.slurm``). :func:`launch` then checks
-what the runs need and prints the plan (``--dry-run``), submits the arrays (``--launcher slurm``) or trains
-the runs here, one at a time or ``runs_per_gpu`` at once (``suite.runner``)."""
+the preflight (``suite.launch.preflight``) and the SLURM submission (``suite.launch.slurm``). :func:`launch`
+then checks what the runs need and prints the plan (``--dry-run``), submits the arrays (``--launcher slurm``)
+or trains the runs here, one at a time or ``runs_per_gpu`` at once (``suite.launch.runner``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from suite.runner import PlannedRun
+    from suite.launch.runner import PlannedRun
 
 EXIT_USAGE = 2  # a preflight problem found by --dry-run, as the command line reports a usage error
 
@@ -55,14 +55,14 @@ def launch(runs: Sequence[PlannedRun], request: LaunchRequest, plan: Callable[[]
     cost), the job arrays on SLURM, then one ``error:`` line per preflight problem (status 2) or nothing
     (status 0). Otherwise: the preflight (raising one error naming each cause), then the submission or the
     local training, whose exit status is returned."""
-    from suite.preflight import PreflightError, preflight
-    from suite.runner import check_pack_size, run_local, run_packed
+    from suite.launch.preflight import PreflightError, preflight
+    from suite.launch.runner import check_pack_size, run_local, run_packed
 
     check_pack_size(request.runs_per_gpu)
     if request.dry_run:  # the plan and its cost first, whatever this machine lacks; then what it lacks
         print(plan(), flush=True)
         if request.launcher == "slurm":
-            from suite.slurm import describe_arrays
+            from suite.launch.slurm import describe_arrays
 
             print(describe_arrays(runs, request))
         try:
@@ -74,12 +74,12 @@ def launch(runs: Sequence[PlannedRun], request: LaunchRequest, plan: Callable[[]
         return 0
     preflight(runs, request)  # data, results folder, weights, warm-up, SLURM hours: one line per cause
     if request.launcher == "slurm":
-        from suite.slurm import submit
+        from suite.launch.slurm import submit
 
         return submit(runs, request)
     todo = [run for run in runs if run.status != "done"]
     if todo:  # before the first progress line, which may be hours away
-        from suite.cost import describe_here, measured_here
+        from suite.launch.cost import describe_here, measured_here
 
         print("\n".join(describe_here(measured_here(todo[0].spec), len(todo))), flush=True)
     runs = list(runs)

@@ -45,11 +45,12 @@ class MetricSpec:
     ``best_of_ranges`` says whether the final point may report the best of several generation-seed ranges
     (EDM's FID convention, ``budget.eval.final_ranges``); every other metric is scored on one range, since
     the minimum over ranges biases a value that was not defined that way (Sei-FID, MAUVE).
-    ``scale`` is the scale its comparisons are computed on (``suite.statistics``): ``log`` for positive,
-    right-skewed values (FID, Sei-FID, Fréchet distances, SP-MSE: geometric means and ratios of them),
+    ``scale`` is the scale its comparisons are computed on (``suite.report.statistics``): ``log`` for
+    positive, right-skewed values (FID, Sei-FID, Fréchet distances, SP-MSE: geometric means and ratios of
+    them),
     ``logit`` for values bounded in (0, 1) (MAUVE), ``linear`` for the rest; the number is reported back in
-    its own units either way. A spec that leaves it None is compared on the scale ``suite.table.scale_of``
-    gives its name (MAUVE: logit; otherwise linear).
+    its own units either way. A spec that leaves it None is compared on the scale
+    ``suite.report.table.scale_of`` gives its name (MAUVE: logit; otherwise linear).
     """
 
     name: str

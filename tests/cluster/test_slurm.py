@@ -8,7 +8,7 @@ Run with a cluster already up::
 or let the session start (and purge) one: ``SUITE_TEST_SLURM=1 .venv/bin/pytest tests/cluster``.
 The tests submit tiny runs on generated IDX data through the CLI. Their jobs import the test feature
 extractor ``rand-test`` through ``SUITE_PLUGINS=tests.helpers.fid_extractor`` with the checkout on
-``PYTHONPATH`` (see ``suite.slurm``). Every wait polls against a deadline, and each test has its own
+``PYTHONPATH`` (see ``suite.launch.slurm``). Every wait polls against a deadline, and each test has its own
 pytest-timeout. The pure helpers (chunking, profiles, sacct parsing) are ``tests/unit/test_slurm.py``'s."""
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ import pytest
 from suite.cli import build_parser
 from suite.commands.run import launch_request
 from suite.config import group_options
-from suite.records import read_json, read_jsonl
-from suite.runner import plan_runs
-from suite.slurm import (
+from suite.launch.runner import plan_runs
+from suite.launch.slurm import (
     max_array_size,
     submit,
 )
-from suite.status import ENDED_STATES, collect, sacct_states
+from suite.records import read_json, read_jsonl
+from suite.report.status import ENDED_STATES, collect, sacct_states
 from tests.helpers.datagen import write_mnist_format
 from tests.helpers.subprocesses import cli_command, cli_env, cluster_script
 from tests.helpers.tiny import TINY

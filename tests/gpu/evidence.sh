@@ -50,7 +50,7 @@ case "$WORK" in /tmp/?*) rm -rf "$WORK" ;; *) echo "WORK must be a folder under 
 EV=$WORK/evidence
 DATA=$WORK/data
 mkdir -p "$OUT" "$EV/bench" "$DATA"
-# the marker that makes a copy of this folder under results/ committed evidence (suite/results.py)
+# the marker that makes a copy of this folder under results/ committed evidence (suite/report/results.py)
 echo "Committed evidence: one run of tests/gpu/evidence.sh (its README says how it was made)." > "$EV/EVIDENCE"
 exec > >(tee "$OUT/evidence.log") 2>&1
 
@@ -292,7 +292,7 @@ import sys
 import yaml
 
 from suite.config import compose_run
-from suite.study import load_study
+from suite.launch.study import load_study
 
 seconds = float(sys.argv[1])
 ev, smoke = os.environ["EV"], os.environ["SMOKE"] == "1"

@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from suite.config import compose_run
-from suite.spec import run_spec
+from suite.run.spec import run_spec
+from suite.run.training import Trainer
 from suite.task import TASKS
-from suite.training import Trainer
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 

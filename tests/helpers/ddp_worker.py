@@ -6,8 +6,8 @@ from pathlib import Path
 import torch
 
 from suite.config import compose_run
-from suite.spec import run_spec
-from suite.training import Trainer
+from suite.run.spec import run_spec
+from suite.run.training import Trainer
 
 
 def train_steps(rank: int, world: int, port: int, overrides: list[str], steps: int, out: str) -> None:

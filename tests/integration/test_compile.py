@@ -23,9 +23,9 @@ from torch._inductor.utils import fresh_cache
 
 from suite.config import compose_run
 from suite.paths import inductor_dir
-from suite.spec import SpecError, run_spec
+from suite.run.spec import SpecError, run_spec
+from suite.run.training import Trainer
 from suite.task import TASKS
-from suite.training import Trainer
 from tests.helpers.datagen import write_mnist_format
 from tests.helpers.subprocesses import cli_command, cli_env
 

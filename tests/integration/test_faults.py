@@ -6,7 +6,7 @@ survive too) at a tiny smoke budget, then re-runs the same command once, and req
 evaluation rows, the stats rows (loss and learning rate included) and the sampler's density log equal to
 those of an uninterrupted run value for value (timings aside); no row twice; no temporary file, lease or
 break lock left; every checkpoint loadable with ``weights_only=True``. The damages: SIGKILL after a step
-chosen at random, SIGKILL while a checkpoint is half written (``SUITE_FAULT``, see ``suite.checkpoint``),
+chosen at random, SIGKILL while a checkpoint is half written (``SUITE_FAULT``, see ``suite.run.checkpoint``),
 SIGTERM, a second launch while the first trains, a truncated newest checkpoint, torn last JSONL lines,
 and a corrupted ``run.json``. A checkpoint holding a pickled object is refused, naming the file. A holder
 stopped (SIGSTOP) past the stale limit, whose lease a launch on another host takes over to finish the
@@ -55,9 +55,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from suite.checkpoint import FAULT_ENV, list_checkpoints
 from suite.cli import main
 from suite.records import read_jsonl
+from suite.run.checkpoint import FAULT_ENV, list_checkpoints
 from suite.stopping import STOP_SIGNALS
 from tests.helpers import fid_extractor  # noqa: F401  (registers "rand-test" for in-process launches)
 from tests.helpers.datagen import write_mnist_format

@@ -8,9 +8,9 @@ import subprocess
 
 import pytest
 
-from suite.evaluation import CONDITION_SEED, fixed_choice
-from suite.guidance import GUIDANCE_FILE, held_out_conditions, sweep_guidance
 from suite.records import read_json
+from suite.run.evaluation import CONDITION_SEED, fixed_choice
+from suite.run.guidance import GUIDANCE_FILE, held_out_conditions, sweep_guidance
 from tests.helpers.subprocesses import cli_command, cli_env
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 rank, port = sys.argv[1], sys.argv[2]
 os.environ.update(RANK=rank, WORLD_SIZE="2", LOCAL_RANK=rank, MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
 import torch.distributed as dist
-from suite.distributed import init_distributed
+from suite.run.distributed import init_distributed
 from suite.lease import RunBusy
-from suite.training import take_lease
+from suite.run.training import take_lease
 ctx = init_distributed("cpu")
 for run_dir in sys.argv[3:]:
     try:

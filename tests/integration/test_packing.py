@@ -27,9 +27,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from suite.checkpoint import list_checkpoints
+from suite.launch.runner import usable_cores
 from suite.records import read_jsonl
-from suite.runner import usable_cores
+from suite.run.checkpoint import list_checkpoints
 from tests.helpers.subprocesses import cli_command, cli_env
 from tests.integration.test_faults import BUDGET, DEBRIS_SUFFIXES, FASHION, main_here, without_timing
 

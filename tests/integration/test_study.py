@@ -9,8 +9,8 @@ import pytest
 
 from suite.cli import main
 from suite.config import group_options
+from suite.launch.runner import usable_cores
 from suite.records import read_jsonl
-from suite.runner import usable_cores
 from tests.helpers.datagen import write_mnist_format
 from tests.helpers.subprocesses import cli_command, cli_env
 from tests.integration.test_faults import without_timing

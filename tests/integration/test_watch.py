@@ -17,7 +17,7 @@ import pytest
 
 from suite.lease import Lease
 from suite.records import read_jsonl
-from suite.status import collect
+from suite.report.status import collect
 from suite.watch import format_eta, wandb_run_id
 from tests.helpers.datagen import write_mnist_format
 from tests.helpers.subprocesses import cli_command, cli_env

@@ -10,8 +10,10 @@ import pytest
 import torch
 
 from infonoise_modalities.image.networks import UNet
-from suite.calibration import ANALYTIC_CASES, SIGMA_MAX, SIGMA_MIN
-from suite.checkpoint import (
+from suite.noise.calibration import ANALYTIC_CASES, SIGMA_MAX, SIGMA_MIN
+from suite.noise.sampler import SAMPLERS, build_sampler
+from suite.noise.weighting import EDMWeight
+from suite.run.checkpoint import (
     UnsafeCheckpoint,
     check_plain,
     checkpoint_path,
@@ -20,8 +22,6 @@ from suite.checkpoint import (
     load_latest_checkpoint,
     save_checkpoint,
 )
-from suite.sampler import SAMPLERS, build_sampler
-from suite.weighting import EDMWeight
 from tests.helpers.payloads import MakeDirOnUnpickle
 
 REPO = Path(__file__).resolve().parents[2]

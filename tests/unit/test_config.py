@@ -12,7 +12,7 @@ from suite.config import (
     group_options,
     sampler_label,
 )
-from suite.runner import plan_runs
+from suite.launch.runner import plan_runs
 from suite.task import TASKS
 from tests.helpers.datagen import write_mnist_format
 
@@ -93,8 +93,8 @@ def test_bad_command_lines_name_the_valid_choices(argv, message, capsys):
 
 def test_bad_sampler_parameter_is_named(tmp_path):
     cfg = compose_run("bfashion", "edm", "smoke", ["sampler.p_std=-1"])
-    from suite.spec import run_spec
-    from suite.training import Trainer
+    from suite.run.spec import run_spec
+    from suite.run.training import Trainer
 
     with pytest.raises(ValueError, match="p_std must be positive"):
         Trainer(run_spec(cfg), tmp_path)
@@ -163,7 +163,7 @@ def test_the_same_data_under_two_paths_has_one_comparison_hash_and_fingerprint(t
 
 
 def test_other_data_under_a_comparison_is_refused(tmp_path):
-    from suite.provenance import claim_data_identity
+    from suite.run.provenance import claim_data_identity
 
     folder = tmp_path / "comparison"
     folder.mkdir()

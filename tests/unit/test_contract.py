@@ -13,7 +13,7 @@ channels-last really holds channels-last weights. Under the smoke budget every m
 model's samples no better than the reference itself, by the direction its spec declares.
 
 The ``short`` and ``paper`` presets (up to EDM's 55.7M-parameter CIFAR-10 network) are built as ``--dry-run``
-builds them, on the meta device (shapes without memory, ``suite.assembly``): the run's checks find no
+builds them, on the meta device (shapes without memory, ``suite.run.assembly``): the run's checks find no
 problem, one forward and backward pass of the objective on the task's example batch keeps the declared sample
 shape and conditioning, the channels-last declaration holds, and the networks whose size the configs and
 docs/images.md state have that many parameters.
@@ -28,15 +28,15 @@ import pytest
 import torch
 from omegaconf import DictConfig
 
-from suite.assembly import build_model, build_parts
 from suite.config import compose_run, group_options
-from suite.cost import example_batch
+from suite.launch.cost import example_batch
+from suite.launch.runner import run_problems
 from suite.metrics import EvalInputs
 from suite.registry import ContractError
-from suite.runner import run_problems
-from suite.spec import DiffusionSpec, run_spec
+from suite.run.assembly import build_model, build_parts
+from suite.run.spec import DiffusionSpec, run_spec
+from suite.run.training import Trainer
 from suite.task import TASKS, Task, augment_share
-from suite.training import Trainer
 from tests.plugins.mog2d import MixtureOfGaussians
 
 REPO = Path(__file__).resolve().parents[2]

@@ -17,9 +17,9 @@ import torch.nn.functional as F
 from infonoise_modalities.dna import data as dna
 from infonoise_modalities.dna.network import SeqNet, dilated_conv1d
 from suite.config import compose_run
-from suite.spec import run_spec
+from suite.run.spec import run_spec
+from suite.run.training import Trainer
 from suite.task import TASKS
-from suite.training import Trainer
 
 
 def revcomp(seq):

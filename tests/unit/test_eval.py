@@ -13,7 +13,7 @@ from tests.helpers.tiny import TINY
 
 
 def test_a_metric_value_that_is_not_finite_fails_the_evaluation_naming_it():
-    from suite.evaluation import InvalidMetricValue, finite_result
+    from suite.run.evaluation import InvalidMetricValue, finite_result
 
     assert finite_result({"value": 2.5, "range_std": 0.1}, "fid", 1000) == {"value": 2.5, "range_std": 0.1}
     for value in (float("nan"), float("inf"), None):

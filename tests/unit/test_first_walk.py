@@ -116,7 +116,7 @@ def test_suite_data_without_a_connection_fails_in_one_line_and_keeps_no_empty_fo
 
 
 def test_a_rescore_much_worse_than_the_own_grid_at_the_same_snapshot_is_flagged():
-    from suite.evaluation import MUCH_WORSE, grid_warning
+    from suite.run.evaluation import MUCH_WORSE, grid_warning
 
     own = {"nimg": 1000, "metric": "sliced-w2", "value": 0.41, "nfe": 35, "higher_is_better": False}
     recorded = [own, {**own, "nimg": 2000, "value": 9.0}]
@@ -132,7 +132,7 @@ def test_a_rescore_much_worse_than_the_own_grid_at_the_same_snapshot_is_flagged(
 def test_the_planning_rate_says_where_it_comes_from_for_each_modality():
     """CIFAR-10's `paper` DDPM++ has a committed H200 bench; a smaller image network takes the nearest image
     bench, said to be another network; DNA, text and points have none and say that theirs is borrowed."""
-    from suite.cost import planning_rate
+    from suite.launch.cost import planning_rate
 
     tflops, label = planning_rate(127.3, "cifar10")
     assert tflops > 200 and label.startswith(

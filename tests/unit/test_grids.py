@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from suite.grids import GRIDS, build_grid, karras_grid
-from suite.information import gaussian_mmse
-from suite.solvers import karras_sigmas
+from suite.noise.information import gaussian_mmse
+from suite.run.grids import GRIDS, build_grid, karras_grid
+from suite.run.solvers import karras_sigmas
 
 SIGMA_MIN, SIGMA_MAX = 0.002, 80.0
 U = torch.linspace(math.log(SIGMA_MIN), math.log(SIGMA_MAX), 64, dtype=torch.float64)

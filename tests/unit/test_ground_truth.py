@@ -15,14 +15,14 @@ from infonoise_modalities.points.distributions import (
     exact_mmse,
     moments,
 )
-from suite.analytic import GaussianData, GaussianMixtureData
 from suite.config import compose_run
-from suite.information import gaussian_mixture_mmse
 from suite.metrics import METRICS, EvalInputs
-from suite.sampler import build_sampler
-from suite.spec import run_spec
-from suite.training import Trainer
-from suite.weighting import build_weight
+from suite.noise.analytic import GaussianData, GaussianMixtureData
+from suite.noise.information import gaussian_mixture_mmse
+from suite.noise.sampler import build_sampler
+from suite.noise.weighting import build_weight
+from suite.run.spec import run_spec
+from suite.run.training import Trainer
 
 CPU = torch.device("cpu")
 

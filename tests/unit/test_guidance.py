@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from suite.evaluation import CONDITION_SEED, fixed_choice
-from suite.guidance import held_out_conditions, parse_scales
+from suite.run.evaluation import CONDITION_SEED, fixed_choice
+from suite.run.guidance import held_out_conditions, parse_scales
 
 
 def test_the_held_out_conditions_are_disjoint_from_every_evaluation_and_follow_them_in_one_permutation():

@@ -20,8 +20,8 @@ import pandas as pd
 import pytest
 
 from suite.config import group_options
-from suite.seeds import command_seeds
-from suite.table_command import print_tables
+from suite.report.table_command import print_tables
+from suite.run.seeds import command_seeds
 from tests.helpers.subprocesses import cli_env
 from tests.unit.test_table import write_run
 
@@ -86,8 +86,8 @@ def read_only(folder: Path) -> None:
 def test_plot_and_report_with_out_write_there_and_leave_a_read_only_results_folder_untouched(
     results: Path, tmp_path: Path
 ):
-    from suite.plots import plot_results
-    from suite.report import report_results
+    from suite.report.plots import plot_results
+    from suite.report.report import report_results
 
     before = snapshot(results)
     read_only(results)
@@ -115,7 +115,7 @@ def test_plot_and_report_with_out_write_there_and_leave_a_read_only_results_fold
     + [("8,0-2", (0, 1, 2, 8)), (" 1 - 2 ", (1, 2))],
 )
 def test_seeds_are_a_count_a_range_or_a_list(value, seeds):
-    from suite.seeds import describe_seeds, parse_seeds
+    from suite.run.seeds import describe_seeds, parse_seeds
 
     assert parse_seeds(value) == seeds
     assert parse_seeds(describe_seeds(seeds)) == seeds or len(seeds) == 1
@@ -123,7 +123,7 @@ def test_seeds_are_a_count_a_range_or_a_list(value, seeds):
 
 @pytest.mark.parametrize("value", [0, "0", "2-1", "a", "1,,2", "-3", "1,1", True])
 def test_bad_seeds_are_refused_naming_the_value(value):
-    from suite.seeds import parse_seeds
+    from suite.run.seeds import parse_seeds
 
     with pytest.raises(ValueError, match=r"seeds") as err:
         parse_seeds(value)
@@ -160,8 +160,8 @@ def test_a_seed_override_contradicting_the_seeds_is_refused_naming_both(flag, ov
 
 
 def test_a_seed_list_plans_exactly_those_seed_folders(tmp_path: Path):
-    from suite.runner import plan_runs
-    from suite.seeds import parse_seeds
+    from suite.launch.runner import plan_runs
+    from suite.run.seeds import parse_seeds
 
     runs = plan_runs("bfashion", "edm,logu", "smoke", parse_seeds("0,2,5"), tmp_path)
     assert sorted({run.run_dir.name for run in runs}) == ["seed0", "seed2", "seed5"] and len(runs) == 6
@@ -246,7 +246,7 @@ def test_status_of_an_empty_results_folder_imports_no_torch(tmp_path: Path):
 
 
 def test_a_job_squeue_still_lists_is_never_ended_whatever_sacct_says():
-    from suite.status import effective_status, parse_squeue
+    from suite.report.status import effective_status, parse_squeue
 
     assert parse_squeue("12_0|PENDING\n12_1|RUNNING\n13|REQUEUE_HOLD\n\n") == {
         "12_0": "PENDING",

@@ -13,8 +13,8 @@ from infonoise_modalities.image.augment import AUGMENT_DIM
 from infonoise_modalities.image.formats import CIFAR_TARBALL, read_cifar10, read_edm_archive, write_cifar10
 from infonoise_modalities.image.networks import EDM_DDPMPP, UNet, count_parameters
 from suite.config import compose_run
-from suite.diffusion import EDMDenoiser
-from suite.solvers import guided, heun_sample, karras_sigmas
+from suite.run.diffusion import EDMDenoiser
+from suite.run.solvers import guided, heun_sample, karras_sigmas
 from suite.task import TASKS
 
 IMAGE_TASKS = ("cifar10", "cifar10_cond", "dcifar", "ffhq64")

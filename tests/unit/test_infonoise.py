@@ -7,11 +7,11 @@ import pytest
 import torch
 from torch import nn
 
-from suite.calibration import ANALYTIC_CASES, SIGMA_MAX, SIGMA_MIN, analytic_target, total_variation
-from suite.diffusion import EDMDenoiser
-from suite.infonoise import InfoNoise, onset_pivot
-from suite.sampler import build_sampler
-from suite.weighting import EDMWeight
+from suite.noise.calibration import ANALYTIC_CASES, SIGMA_MAX, SIGMA_MIN, analytic_target, total_variation
+from suite.noise.infonoise import InfoNoise, onset_pivot
+from suite.noise.sampler import build_sampler
+from suite.noise.weighting import EDMWeight
+from suite.run.diffusion import EDMDenoiser
 
 
 def feed(sampler, data, steps, batch=512, seed=0):

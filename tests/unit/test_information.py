@@ -1,4 +1,4 @@
-"""Tests of suite.information: MMSE curves and the I–MMSE entropy identity (Guo, Shamai & Verdú 2005).
+"""Tests of suite.noise.information: MMSE curves and the I–MMSE entropy identity (Guo, Shamai & Verdú 2005).
 
 Identity used throughout: ∫ MMSE(σ)/σ² d ln σ over the whole line = H(X₀) for a discrete X₀ (nats).
 """
@@ -13,7 +13,7 @@ import pytest
 import torch
 from scipy import integrate
 
-from suite.information import (
+from suite.noise.information import (
     empirical_prior_mmse,
     entropy_rate,
     gaussian_mixture_mmse,
@@ -276,7 +276,7 @@ def test_empirical_prior_two_points_matches_point_set():
 
 def test_mixture_quadrature_agrees_with_monte_carlo():
     """The deterministic 2-D quadrature and the Rao–Blackwellised Monte Carlo estimate of one mixture."""
-    from suite.information import isotropic_mixture_mmse_2d
+    from suite.noise.information import isotropic_mixture_mmse_2d
 
     means = torch.tensor([[-1.0, -0.5], [1.0, -0.5], [0.0, 1.0]], dtype=F64)
     stds = torch.tensor([0.1, 0.2, 0.05], dtype=F64)

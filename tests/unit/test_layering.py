@@ -157,6 +157,41 @@ def test_the_core_import_graph_has_no_cycles():
     assert not found, "import cycles in suite/: " + "; ".join(found)
 
 
+WINGS = ("noise", "run", "launch", "report", "commands")
+
+
+def level(module: str) -> int:
+    """A suite module's storey: 0 for the shared floor at suite's root (and suite/metrics), then one per wing
+    in the order of ``WINGS``, and the command line (``suite.cli``) on top."""
+    parts = module.split(".")
+    if module == "suite.cli":
+        return len(WINGS) + 1
+    return WINGS.index(parts[1]) + 1 if len(parts) > 1 and parts[1] in WINGS else 0
+
+
+def downward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """``a imports b`` for every edge of ``graph`` from a lower storey to a higher one."""
+    return [f"{a} imports {b}" for a in sorted(graph) for b in sorted(graph[a]) if level(b) > level(a)]
+
+
+def test_the_storey_of_a_module_is_its_wing():
+    assert [level(m) for m in ("suite.records", "suite.metrics.frechet", "suite.noise.sampler")] == [0, 0, 1]
+    assert [level(m) for m in ("suite.run.step", "suite.launch.study", "suite.report.table")] == [2, 3, 4]
+    assert [level(m) for m in ("suite.commands.run", "suite.cli", "suite.noise")] == [5, 6, 1]
+    assert downward_imports({"suite.run.step": {"suite.noise.sampler", "suite.report.table"}}) == [
+        "suite.run.step imports suite.report.table"
+    ]
+
+
+def test_each_wing_imports_only_the_floor_and_the_wings_below_it():
+    """noise < run < launch < report < commands < cli, the shared floor (task, registry, records, config, …)
+    under all of them: a module never imports one of a higher storey, at module level or in a function."""
+    graph = import_graph({n: p for n, p in repository_modules().items() if n.split(".")[0] == "suite"})
+    assert {m.split(".")[1] for m in graph if len(m.split(".")) > 2} >= set(WINGS)
+    found = downward_imports(graph)
+    assert not found, "; ".join(found)
+
+
 def registered_names(registry: str) -> list[str]:
     """Every name that a module of the repository registers with ``registry`` (``METRICS`` or
     ``FEATURIZERS``), as ``@REGISTRY.register("name")`` or ``REGISTRY.register("name")(cls)``."""

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from suite.checkpoint import save_checkpoint
 from suite.lease import (
     BREAK_FILE,
     LEASE_FILE,
@@ -30,6 +29,7 @@ from suite.lease import (
     read_lease,
 )
 from suite.records import RunDirectory, append_jsonl
+from suite.run.checkpoint import save_checkpoint
 
 
 def dead_pid() -> int:
@@ -343,7 +343,7 @@ def test_clean_up_finds_what_a_writer_killed_between_write_and_rename_leaves(tmp
 
 
 def test_status_shows_the_holder_and_a_killed_run_as_interrupted(tmp_path):
-    from suite.status import collect
+    from suite.report.status import collect
 
     run_dir = tmp_path / "runs" / "bfashion-smoke-0123abcd" / "edm" / "seed0"
     RunDirectory(run_dir).update(status="running", kimg=0.5)
@@ -358,7 +358,7 @@ def test_status_shows_the_holder_and_a_killed_run_as_interrupted(tmp_path):
 
 
 def test_status_shows_another_hosts_heartbeat_age_and_a_future_one_with_its_skew(tmp_path):
-    from suite.status import collect
+    from suite.report.status import collect
 
     run_dir = tmp_path / "runs" / "bfashion-smoke-0123abcd" / "edm" / "seed0"
     RunDirectory(run_dir).update(status="running", kimg=0.5)
@@ -375,7 +375,7 @@ def test_status_shows_another_hosts_heartbeat_age_and_a_future_one_with_its_skew
 
 def test_a_launch_whose_runs_were_all_skipped_as_busy_exits_3_with_one_line_per_run(tmp_path, capsys):
     from suite.cli import main
-    from suite.runner import plan_runs
+    from suite.launch.runner import plan_runs
 
     args = ["--task", "bfashion", "--sampler", "edm,fm", "--results", str(tmp_path)]
     for run in plan_runs("bfashion", "edm,fm", results=tmp_path):

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from suite.config import compose_run
-from suite.events import Checkpointed, Compiled, Evaluated, Evaluating, Stepped, Ticked
 from suite.records import read_jsonl
-from suite.spec import run_spec
+from suite.run.events import Checkpointed, Compiled, Evaluated, Evaluating, Stepped, Ticked
+from suite.run.spec import run_spec
+from suite.run.training import Trainer
+from suite.run.writers import stats_row
 from suite.stopping import Interrupted
-from suite.training import Trainer
-from suite.writers import stats_row
 
 OVERRIDES = [
     "device=cpu",

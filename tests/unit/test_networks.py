@@ -9,9 +9,9 @@ import torch
 from torch import nn
 
 from infonoise_modalities.image.networks import UNet
-from suite.diffusion import EDMDenoiser
+from suite.noise.weighting import EDMWeight
 from suite.objectives import GaussianX0Objective
-from suite.weighting import EDMWeight
+from suite.run.diffusion import EDMDenoiser
 
 
 def small_unet(resolution: int, label_dim: int = 0, attn: tuple[int, ...] = (14,)) -> UNet:

@@ -1,4 +1,5 @@
-"""``suite.evaluation.open_run``, the one opening of a run folder for ``suite eval``, ``suite samples`` and
+"""``suite.run.evaluation.open_run``, the one opening of a run folder for ``suite eval``, ``suite samples``
+and
 ``suite guidance``: its spec on the asked device, its snapshots (all, or the one at ``kimg``), and one
 refusal line naming the valid choices for a folder that is no run, a run without that snapshot, an
 unfinished run where a finished one is needed, and a snapshot of another config."""
@@ -12,8 +13,8 @@ import torch
 from omegaconf import OmegaConf
 
 from suite.config import compose_run, config_hash
-from suite.evaluation import open_run, snapshot_path
 from suite.records import RunDirectory
+from suite.run.evaluation import open_run, snapshot_path
 
 
 def run_folder(root: Path, snapshots: dict[int, str | None], status: str = "done") -> Path:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from suite.cli import main
-from suite.runner import plan_runs
-from suite.slurm import Resources, array_plan, executor_parameters, load_profile
+from suite.launch.runner import plan_runs
+from suite.launch.slurm import Resources, array_plan, executor_parameters, load_profile
 
 
 def test_runs_per_gpu_below_one_is_refused_naming_it(tmp_path, capsys):

@@ -12,7 +12,8 @@ import torch
 from omegaconf import OmegaConf
 
 from suite.config import compose_run, to_dict
-from suite.plots import (
+from suite.noise.weighting import EDMWeight, UniformWeight
+from suite.report.plots import (
     allocation_median,
     discover_runs,
     effective_allocation,
@@ -23,9 +24,8 @@ from suite.plots import (
     registered_densities,
     write_figures,
 )
-from suite.profile import PosthocProfile, empirical_profile, saved_profile, write_posthoc
-from suite.report import config_overrides, hydra_value, reproduce_command, write_report
-from suite.weighting import EDMWeight, UniformWeight
+from suite.report.profile import PosthocProfile, empirical_profile, saved_profile, write_posthoc
+from suite.report.report import config_overrides, hydra_value, reproduce_command, write_report
 from tests.plugins.mog2d import CONF as MOG2D_CONF
 from tests.plugins.mog2d import MixtureOfGaussians
 from tests.unit.test_table import final_protocol_run, rescore, write_run
@@ -168,12 +168,12 @@ def test_effective_allocation_is_normalised_pi_times_w():
 
 
 def test_plot_main_writes_png_and_pdf_from_the_saved_profile_without_data(results: Path, capsys):
-    import suite.plots
+    import suite.report.plots
 
     task_cfg = config({})["task"]
     sigma = np.geomspace(0.002, 80.0, 41)
     write_posthoc(results / "profiles", task_cfg, tiny_profile(task_cfg, sigma), "tiny")
-    assert suite.plots.main(argparse.Namespace(results=str(results))) == 0
+    assert suite.report.plots.main(argparse.Namespace(results=str(results))) == 0
     written = [Path(line.removeprefix("wrote ")) for line in capsys.readouterr().out.splitlines()]
     names = {p.name for p in written}
     stem = "fashion-smoke-aaaa000000"
@@ -228,7 +228,7 @@ def test_both_kg_readings_are_drawn_with_their_own_labels():
 
 
 def test_figure_target_falls_back_to_every_fixed_sampler(tmp_path: Path):
-    from suite.table import load_records
+    from suite.report.table import load_records
 
     write_run(tmp_path, "dna", "laplace", 0, [(1.0, 9.0), (2.0, 4.0)], metric="sei-fid")
     write_run(tmp_path, "dna", "infonoise", 0, [(1.0, 5.0), (2.0, 3.0)], metric="sei-fid")
@@ -326,7 +326,7 @@ def test_saved_profile_round_trips_and_a_missing_one_names_the_command(tmp_path:
 
 
 def test_each_sampler_keeps_its_colour_whichever_others_a_figure_draws():
-    from suite.figures import style_map
+    from suite.report.figures import style_map
 
     everything = style_map(
         ["logu", "cos", "fm", "edm", "kg", "kg-uncorrected", "infonoise", "laplace", "cauchy"]
@@ -340,23 +340,23 @@ def test_each_sampler_keeps_its_colour_whichever_others_a_figure_draws():
 
 
 def test_plot_draws_the_users_runs_and_brings_in_committed_evidence_only_with_all(tmp_path: Path, capsys):
-    import suite.plots
+    import suite.report.plots
 
     write_run(tmp_path, "bfashion", "edm", 0, [(1.0, 9.0), (2.0, 4.0)], budget="demo")
     write_run(tmp_path, "bfashion", "edm", 0, [(1.0, 8.0), (2.0, 3.0)], origin="cpu-smoke")
     (tmp_path / "cpu-smoke" / "EVIDENCE").write_text("committed\n")
-    assert suite.plots.main(argparse.Namespace(results=str(tmp_path), all=False)) == 0
+    assert suite.report.plots.main(argparse.Namespace(results=str(tmp_path), all=False)) == 0
     out = capsys.readouterr().out.splitlines()
     names = {Path(line.removeprefix("wrote ")).name for line in out if line.startswith("wrote ")}
     assert names == {"bfashion-demo-aaaa000000_quality-fid.png", "bfashion-demo-aaaa000000_quality-fid.pdf"}
     assert out[-1] == f"Left out: committed evidence {tmp_path / 'cpu-smoke'}; `suite plot --all` adds it."
-    assert suite.plots.main(argparse.Namespace(results=str(tmp_path), all=True)) == 0
+    assert suite.report.plots.main(argparse.Namespace(results=str(tmp_path), all=True)) == 0
     out = capsys.readouterr().out
     assert "cpu-smoke_bfashion-smoke-aaaa000000_quality-fid.png" in out and "Left out" not in out
 
 
 def test_the_final_protocol_point_is_drawn_apart_from_the_curve_and_named_in_the_legend(tmp_path: Path):
-    from suite.table import load_records
+    from suite.report.table import load_records
 
     final_protocol_run(tmp_path, "edm", 0, [30.0, 20.0, 10.0], 4.0)
     final_protocol_run(tmp_path, "infonoise", 0, [24.0, 13.0, 5.0], 3.0)

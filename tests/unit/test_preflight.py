@@ -1,4 +1,4 @@
-"""The preflight of ``suite run`` (``suite/preflight.py``) and the command line's exit codes.
+"""The preflight of ``suite run`` (``suite/launch/preflight.py``) and the command line's exit codes.
 
 Each cause a launch would meet is refused before anything runs, with its exact one-line message: a missing
 CIFAR-10 folder, a truncated CIFAR-10 batch or tarball, a corrupted or truncated IDX file (named once), an
@@ -185,8 +185,8 @@ def test_a_warmup_as_long_as_the_run_is_refused_and_one_step_shorter_is_not(tmp_
 def test_a_slurm_profile_shorter_than_the_plan_is_refused_and_a_longer_one_prints_its_arrays(
     tmp_path, fashion_root, capsys
 ):
-    from suite.cost import planned_cost
-    from suite.runner import plan_runs
+    from suite.launch.cost import planned_cost
+    from suite.launch.runner import plan_runs
 
     results = tmp_path / "r"
     args = [*fashion_args(results, fashion_root, "--budget", "paper", "--launcher", "slurm", "--dry-run")]
@@ -197,7 +197,7 @@ def test_a_slurm_profile_shorter_than_the_plan_is_refused_and_a_longer_one_print
     assert code == 2
     assert err.splitlines() == [
         "error: profile local: jobs of 60 min with 10 requeues cover 11 h, but a run of fashion at budget "
-        f"paper is planned at {planned:.3g} h (1 device(s) at suite.cost's rate); raise --time or the "
+        f"paper is planned at {planned:.3g} h (1 device(s) at suite.launch.cost's rate); raise --time or the "
         "profile's max_requeues, or pick another --profile"
     ]
     code, out, err = launch(capsys, *args, "--time", "1440")

@@ -10,10 +10,10 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from suite.analytic import GaussianData, PointSetData
 from suite.config import compose_run
-from suite.information import gaussian_mmse, point_set_mmse
-from suite.profile import (
+from suite.noise.analytic import GaussianData, PointSetData
+from suite.noise.information import gaussian_mmse, point_set_mmse
+from suite.report.profile import (
     SETTINGS,
     ProfileCurve,
     ProfileNotApplicable,

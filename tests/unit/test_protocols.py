@@ -21,12 +21,12 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from suite.assembly import build_parts, build_task
 from suite.config import compose_run
-from suite.evaluation import CONDITION_SEED, Evaluator, fixed_choice
 from suite.metrics import METRICS, EvalInputs, Metric, MetricSpec
-from suite.spec import SpecError, run_spec
-from suite.table import floor_caption, format_value
+from suite.report.table import floor_caption, format_value
+from suite.run.assembly import build_parts, build_task
+from suite.run.evaluation import CONDITION_SEED, Evaluator, fixed_choice
+from suite.run.spec import SpecError, run_spec
 from tests.plugins.mog2d import MixtureOfGaussians, mixture_points
 
 CPU = torch.device("cpu")

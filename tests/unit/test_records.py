@@ -1,6 +1,6 @@
 """Run records against links and any bytes: the JSONL reader, appender and resume rewrite, the clean-up of
 temporary files and the checkpoint listing (``suite.records``, ``suite.lease.clean_temporary_files``,
-``suite.checkpoint``). The CLI-level cases, on real runs, are in ``tests/integration/test_faults.py``."""
+``suite.run.checkpoint``). The CLI-level cases, on real runs, are in ``tests/integration/test_faults.py``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from suite.checkpoint import checkpoint_path, list_checkpoints, save_checkpoint
 from suite.lease import clean_temporary_files
 from suite.records import (
     OWN_FILES,
@@ -23,6 +22,7 @@ from suite.records import (
     scan_jsonl,
     truncate_jsonl,
 )
+from suite.run.checkpoint import checkpoint_path, list_checkpoints, save_checkpoint
 
 ROWS = [{"nimg": 64, "loss": 1.5}, {"nimg": 128, "loss": 1.25}, {"nimg": 192, "loss": 1.0}]
 GARBAGE = {
@@ -170,7 +170,7 @@ def test_links_inside_the_checkpoints_folder_are_not_checkpoints_and_never_prune
 
 
 def test_the_results_reader_reports_a_linked_record_file_and_flags_the_done_run(tmp_path, capsys):
-    from suite.results import find_runs
+    from suite.report.results import find_runs
 
     run_dir = tmp_path / "runs" / "bfashion-smoke-0123abcd" / "edm" / "seed0"
     RunDirectory(run_dir).update(status="done")

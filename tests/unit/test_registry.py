@@ -44,7 +44,7 @@ def test_a_shadowing_baselines_package_is_refused_before_it_is_imported(tmp_path
 
 @pytest.mark.parametrize("kind,base", [("tasks", "ring2d"), ("samplers", "logu")])
 def test_a_plugin_class_without_a_docstring_is_listed_with_no_description(kind, base, monkeypatch, capsys):
-    from suite.sampler import SAMPLERS
+    from suite.noise.sampler import SAMPLERS
     from suite.task import TASKS
 
     registry = {"tasks": TASKS, "samplers": SAMPLERS}[kind]

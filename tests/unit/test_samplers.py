@@ -7,9 +7,9 @@ import pytest
 import torch
 from scipy import integrate, stats
 
+from suite.noise.sampler import SAMPLERS, build_sampler
+from suite.noise.weighting import EDMWeight
 from suite.registry import UnknownNameError
-from suite.sampler import SAMPLERS, build_sampler
-from suite.weighting import EDMWeight
 
 SIGMA_MIN, SIGMA_MAX = 0.002, 80.0
 U_MIN, U_MAX = math.log(SIGMA_MIN), math.log(SIGMA_MAX)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from suite.slurm import (
+from suite.launch.slurm import (
     DEFAULT_MAX_ARRAY_SIZE,
     Resources,
     chunked,
@@ -14,7 +14,7 @@ from suite.slurm import (
     load_profile,
     max_array_size,
 )
-from suite.status import effective_status, last_error_line, parse_sacct
+from suite.report.status import effective_status, last_error_line, parse_sacct
 
 
 def test_chunked_splits_at_the_max_array_size():

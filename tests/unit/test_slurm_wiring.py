@@ -1,9 +1,10 @@
 """The SLURM wiring without a cluster: the sbatch files of planned job arrays, and SLURM's answers read back.
 
 Golden sbatch files. For each case a ``suite run --launcher slurm`` command line is parsed, its runs planned
-(``suite.runner.plan_runs``) and grouped into arrays (``suite.slurm.array_plan``, split at the MaxArraySize of
-a recorded ``scontrol show config``), and each array's executor is built as ``suite.slurm.submit`` builds it
-(``array_executor``). The sbatch text is the one submitit's ``SlurmExecutor`` writes when it submits: with
+(``suite.launch.runner.plan_runs``) and grouped into arrays (``suite.launch.slurm.array_plan``, split at the
+MaxArraySize of a recorded ``scontrol show config``), and each array's executor is built as
+``suite.launch.slurm.submit`` builds it (``array_executor``). The sbatch text is the one submitit's
+``SlurmExecutor`` writes when it submits: with
 ``map_count`` set as it sets it for an array of more than one task, through ``_make_submission_file_text``.
 ``tests/unit/golden/<case>.sbatch`` holds the texts of the case's arrays in order, with the results folder
 written ``<RESULTS>`` and the interpreter ``<PYTHON>``. A change to what is submitted (resources, requeue and
@@ -34,8 +35,8 @@ from submitit.slurm.slurm import SlurmJob
 
 from suite.cli import build_parser
 from suite.commands.run import launch_request
-from suite.runner import plan_runs
-from suite.slurm import (
+from suite.launch.runner import plan_runs
+from suite.launch.slurm import (
     DEFAULT_MAX_ARRAY_SIZE,
     DEFAULT_PROFILE,
     _record_submission,
@@ -48,7 +49,7 @@ from suite.slurm import (
     read_submission,
     requeue_refusal,
 )
-from suite.status import ENDED_STATES, effective_status, job_state, parse_sacct, parse_squeue
+from suite.report.status import ENDED_STATES, effective_status, job_state, parse_sacct, parse_squeue
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("SUITE_UPDATE_GOLDEN") == "1"

@@ -17,7 +17,7 @@ import math
 import pytest
 import torch
 
-from suite.solvers import SOLVERS, euler_sample, guided, heun_sample, karras_sigmas, nfe
+from suite.run.solvers import SOLVERS, euler_sample, guided, heun_sample, karras_sigmas, nfe
 
 V, SIGMA_MIN, SIGMA_MAX = 0.25, 0.002, 80.0
 

@@ -6,10 +6,10 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from suite.assembly import build_parts
 from suite.config import compose_run, group_options
 from suite.records import read_json
-from suite.spec import SpecError, run_spec
+from suite.run.assembly import build_parts
+from suite.run.spec import SpecError, run_spec
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 
@@ -109,7 +109,7 @@ def test_a_guidance_scale_outside_zero_to_infinity_is_refused_naming_it(guidance
 
 
 def test_a_guidance_scale_on_an_unconditional_task_is_refused_as_unconditional_before_a_run():
-    from suite.runner import run_problems
+    from suite.launch.runner import run_problems
 
     cfg = compose_run("bfashion", "edm", "smoke", ["budget.eval.guidance=3"])  # trains a null condition
     assert run_spec(cfg).budget.eval.guidance == 3  # the spec alone cannot tell: the task decides

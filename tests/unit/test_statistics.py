@@ -1,4 +1,4 @@
-"""Confidence intervals, the paired design, the verdicts and the seed plan of ``suite.statistics``.
+"""Confidence intervals, the paired design, the verdicts and the seed plan of ``suite.report.statistics``.
 
 Intervals are checked against closed forms (tabulated t quantiles) and by their coverage over simulated
 studies with fixed seeds; the paired design and the verdicts on run folders written in the runner's layout
@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from suite.cli import main as cli_main
-from suite.statistics import (
+from suite.report.statistics import (
     Interval,
     censored_normal,
     comparison_intervals,
@@ -34,8 +34,8 @@ from suite.statistics import (
     t_interval,
     verdict,
 )
-from suite.table import format_value, load_records
-from suite.table_command import print_tables
+from suite.report.table import format_value, load_records
+from suite.report.table_command import print_tables
 from tests.unit.test_table import write_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -407,7 +407,7 @@ def test_plan_seeds_plans_a_stated_difference_from_the_upper_bound_of_the_log_sc
 def test_bench_statistics_runs_through_the_table_functions_and_reports_every_cell():
     """A tiny run: 24 cells, each with its PASS/FAIL, the bias table and the seed plans; and one simulated
     study's numbers equal those of ``comparison_intervals`` on the same values written as records."""
-    from suite.bench_statistics import run
+    from suite.report.bench_statistics import run
 
     cells, bias, plans, _ = run(replications=20, seed=1, pilots=20)
     assert len(cells) == 24 and cells["result"].str.match("PASS|FAIL").all()
@@ -419,7 +419,7 @@ def test_bench_statistics_runs_through_the_table_functions_and_reports_every_cel
 def test_one_simulated_study_gets_the_same_numbers_from_the_bench_and_from_its_records(tmp_path: Path):
     """The bench's vectorised path and ``comparison_intervals`` on the same values written as run records
     (4 baselines, InfoNoise as the candidate, 5 seeds on the dense grid, no declared target: Holm)."""
-    from suite.bench_statistics import BASELINES, Cell, simulate_values, study_statistics
+    from suite.report.bench_statistics import BASELINES, Cell, simulate_values, study_statistics
 
     kimg, values = simulate_values(Cell("lognormal", 5, "dense", 1.5), 1, np.random.default_rng(7))
     labels = ["logu", "cos", "fm", "edm", "infonoise"]
@@ -440,7 +440,7 @@ def test_one_simulated_study_gets_the_same_numbers_from_the_bench_and_from_its_r
 
 
 def test_a_log_spaced_grid_covers_the_last_two_decades_at_a_constant_ratio():
-    from suite.schedule import evaluation_points
+    from suite.run.schedule import evaluation_points
 
     points = np.array(evaluation_points(200_000_000, 512, 20, "log"), dtype=float)
     steps = points / 512

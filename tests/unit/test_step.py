@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from suite.assembly import build_task
 from suite.config import compose_run
-from suite.distributed import DistContext
-from suite.spec import RunSpec, run_spec
-from suite.state import TrainingState
-from suite.step import Step
+from suite.run.assembly import build_task
+from suite.run.distributed import DistContext
+from suite.run.spec import RunSpec, run_spec
+from suite.run.state import TrainingState
+from suite.run.step import Step
 from suite.stream import step_generator
 from tests.helpers.datagen import write_mnist_format
 

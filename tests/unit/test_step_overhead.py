@@ -9,7 +9,7 @@ Every host read of a tensor's value (``.item()``, ``float(t)``, ``bool(t)``, a t
 the adaptive ones past their warm-up (KG with its importance weight in use), with gradient clipping on.
 The non-finite gradient entries are zeroed as ``torch.nan_to_num_`` zeroes them one tensor at a time. A
 tabulated density's values from its padded per-segment tables (one search, one gather) equal the per-point
-formulas of ``suite.tabulated``'s docstring, gathered value by value, bit for bit.
+formulas of ``suite.noise.tabulated``'s docstring, gathered value by value, bit for bit.
 """
 
 import math
@@ -20,10 +20,10 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from suite.config import compose_run
-from suite.spec import run_spec
-from suite.step import zero_nonfinite_
-from suite.tabulated import TabulatedDensity
-from suite.training import Trainer
+from suite.noise.tabulated import TabulatedDensity
+from suite.run.spec import run_spec
+from suite.run.step import zero_nonfinite_
+from suite.run.training import Trainer
 from tests.helpers.datagen import write_mnist_format
 
 HOST_READS = {"aten._local_scalar_dense.default", "aten.nonzero.default"}

@@ -13,9 +13,9 @@ import pytest
 
 from suite.cli import main
 from suite.config import compose_run, group_options
-from suite.runner import plan_runs
-from suite.slurm import max_array_size
-from suite.study import load_study, plan_study
+from suite.launch.runner import plan_runs
+from suite.launch.slurm import max_array_size
+from suite.launch.study import load_study, plan_study
 
 BUDGETS = ", ".join(group_options("budget"))  # every budget config, so a new one is listed too
 
@@ -134,8 +134,8 @@ def test_paper_table_study_is_the_published_rows_by_every_sampler_config():
 
 @pytest.mark.slow
 def test_reduced_bfashion_dry_run_prints_the_grid_the_cost_and_the_slurm_arrays(tmp_path, capsys):
-    from suite.cost import planned_cost
-    from suite.spec import run_spec
+    from suite.launch.cost import planned_cost
+    from suite.run.spec import run_spec
 
     argv = ["run", "--study", str(REDUCED), "--dry-run", "--results", str(tmp_path)]
     assert main([*argv, "--launcher", "slurm", "--partition", "gpu-x"]) == 0

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from suite.cli import main
-from suite.results import EVIDENCE_MARKER
-from suite.summary import short_verdict, split_remarks
+from suite.report.results import EVIDENCE_MARKER
+from suite.report.summary import short_verdict, split_remarks
 from tests.unit.test_table import write_run
 
 SAMPLERS = ("logu", "cos", "fm", "edm", "kg", "kg-uncorrected", "infonoise", "laplace", "cauchy")

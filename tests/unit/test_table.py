@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from suite.records import read_jsonl, write_json, write_jsonl
-from suite.table import (
+from suite.report.table import (
     COMPARISON_CAPTION,
     comparison_caption,
     comparison_stats,
@@ -28,7 +28,7 @@ from suite.table import (
     time_to_target,
     time_to_target_table,
 )
-from suite.table_command import print_tables
+from suite.report.table_command import print_tables
 
 
 def write_run(
@@ -318,7 +318,7 @@ def test_non_finite_values_never_set_the_target_nor_cross_it(tmp_path: Path):
 def test_a_done_run_whose_records_stop_short_is_flagged_in_every_view(tmp_path: Path, capsys):
     """Budget 20 examples in batches of 10 with 2 evaluation points (kimg 0.01 and 0.02). EDM seed 1 lacks
     the first evaluation, InfoNoise's stats stop at 0.01: both stay in the means, marked, and are listed."""
-    from suite.status import collect
+    from suite.report.status import collect
 
     budget = {"budget": {"kimg": 0.02, "batch": 10, "eval_points": 2}}
     complete = write_run(tmp_path, "bfashion", "edm", 0, [(0.01, 3.0), (0.02, 1.0)], config=budget)
@@ -637,7 +637,7 @@ def test_rescored_rows_are_labelled_rows_of_their_own_and_leave_the_own_rows_unc
 
 def final_protocol_run(root: Path, sampler: str, seed: int, curve: list[float], final: float) -> Path:
     """A ``budget=paper``-like run: 10k-sample FIDs ``curve`` at kimg 10, 20, 40, then at kimg 80 the minimum
-    FID ``final`` over three ranges of 50k samples, as ``suite.evaluation`` records it."""
+    FID ``final`` over three ranges of 50k samples, as ``suite.run.evaluation`` records it."""
     points = [*zip([10.0, 20.0, 40.0], curve, strict=True), (80.0, final)]
     run = write_run(root, "cifar10", sampler, seed, points, budget="paper", samples=10_000)
     rows = read_jsonl(run / "records.jsonl")
@@ -664,7 +664,7 @@ def test_time_to_target_reads_the_curves_protocol_and_leaves_the_final_protocol_
     assert lines.loc["infonoise", "kimg_to_target"] == pytest.approx(info)
     pairs = [40.0 / cross(20, 40, 13, 5, 10), 40.0 / cross(20, 40, 15, 7, 10)]
     assert lines.loc["infonoise", "pair_mean"] == pytest.approx(np.mean(pairs))
-    from suite.statistics import comparison_intervals
+    from suite.report.statistics import comparison_intervals
 
     ratio = comparison_intervals(records).set_index("sampler").loc["infonoise", "ratio"]
     assert ratio.estimate == pytest.approx(math.exp(np.mean(np.log(pairs))))

