@@ -47,7 +47,7 @@ PLANNING_TFLOPS = 212.0
 PLANNING_RATE = "212 TFLOP/s (EDM's CIFAR-10 loop with --fp16 on one H200: 1667 img/s × 127 GFLOP)"
 
 
-BENCH_REPORTS = Path(__file__).resolve().parent.parent / "results"
+BENCH_REPORTS = Path(__file__).resolve().parents[2] / "results"
 MEASURE_S = 0.5
 WARN_HOURS = 1.0  # a local plan longer than this on this machine is said in a warning line
 

@@ -68,7 +68,7 @@ if TYPE_CHECKING:  # the runner imports torch; `suite status` only needs the hel
     from suite.launch.request import LaunchRequest
     from suite.launch.runner import PlannedRun
 
-PROFILE_DIR = Path(__file__).resolve().parent.parent / "slurm" / "profiles"
+PROFILE_DIR = Path(__file__).resolve().parents[2] / "slurm" / "profiles"
 DEFAULT_PROFILE = "local"
 DEFAULT_MAX_ARRAY_SIZE = 1001  # Slurm's default MaxArraySize
 SUBMISSION_FILE = "slurm.json"

@@ -75,7 +75,7 @@ SPEEDUPS = (1.0, 1.5)
 REPLICATIONS = 1000
 COVERAGE, RATIO_COVERAGE_AT_SPEEDUP, FALSE_RATE, STATEMENT = 0.93, 0.90, 0.035, 0.95
 TOTAL_KIMG = 1000.0
-BUDGETS = Path(__file__).resolve().parent / "conf" / "budget"
+BUDGETS = Path(__file__).resolve().parents[1] / "conf" / "budget"
 TRUTH_DRAWS = 400_000
 
 
