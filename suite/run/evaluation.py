@@ -66,39 +66,16 @@ def fixed_choice(n_total: int, n: int, seed: int) -> Tensor:
     return order.repeat((n + n_total - 1) // n_total)[:n]
 
 
-class Evaluator:
-    """Scores a denoiser on one task's metrics; shared by the training loop and ``suite eval``."""
+class Generation:
+    """Samples of a run's denoiser at its evaluation settings: the solver grid, seeded latents and the
+    conditions of a fixed choice of reference examples (what the benches and ``suite guidance`` use too)."""
 
     def __init__(self, spec: RunSpec, task: Task, data: TaskData, device: torch.device) -> None:
         self.spec = spec
         self.task = task
         self.data = data
         self.device = device
-        self.metrics: list[Metric] = task.metrics(device, cache_dir())
         self.conditional = bool(task.conditional)
-        self._reference: Any = None
-        self.preview: Any = None  # the first decoded samples of the last evaluation (``suite.watch``)
-
-    @property
-    def n_reference(self) -> int:
-        wanted = self.spec.budget.eval.reference
-        return len(self.data.reference) if wanted is None else min(wanted, len(self.data.reference))
-
-    def reads(self, metric: Metric) -> str:
-        """The real examples ``metric`` compares with in this task (``Metric.reads``): ``matched`` ones only
-        where the task is conditional, else the reference set."""
-        if metric.reads not in ("reference", "matched", "generated"):
-            raise ValueError(
-                f"metric {metric.spec.name!r} reads {metric.reads!r}; valid: reference, matched, generated"
-            )
-        return "reference" if metric.reads == "matched" and not self.conditional else metric.reads
-
-    def reference(self) -> Any:
-        """The decoded reference examples (computed once)."""
-        if self._reference is None:
-            pick = fixed_choice(len(self.data.reference), self.n_reference, REFERENCE_SEED)
-            self._reference = self.task.decode_reference(self.data.reference.batch(pick, torch.device("cpu")))
-        return self._reference
 
     def grid(self, name: str, steps: int, profile: tuple[Tensor, Tensor] | None) -> Tensor:
         d = self.spec.diffusion
@@ -141,6 +118,38 @@ class Evaluator:
                 out.append(solve(denoise, latents.to(self.device), sigmas))
         matched = None if chosen is None else self.data.reference.batch(chosen, torch.device("cpu"))
         return torch.cat(out), matched
+
+
+class Evaluator(Generation):
+    """Scores a denoiser on one task's metrics, on the samples ``Generation`` draws; shared by the training
+    loop and ``suite eval``."""
+
+    def __init__(self, spec: RunSpec, task: Task, data: TaskData, device: torch.device) -> None:
+        super().__init__(spec, task, data, device)
+        self.metrics: list[Metric] = task.metrics(device, cache_dir())
+        self._reference: Any = None
+        self.preview: Any = None  # the first decoded samples of the last evaluation (``suite.watch``)
+
+    @property
+    def n_reference(self) -> int:
+        wanted = self.spec.budget.eval.reference
+        return len(self.data.reference) if wanted is None else min(wanted, len(self.data.reference))
+
+    def reads(self, metric: Metric) -> str:
+        """The real examples ``metric`` compares with in this task (``Metric.reads``): ``matched`` ones only
+        where the task is conditional, else the reference set."""
+        if metric.reads not in ("reference", "matched", "generated"):
+            raise ValueError(
+                f"metric {metric.spec.name!r} reads {metric.reads!r}; valid: reference, matched, generated"
+            )
+        return "reference" if metric.reads == "matched" and not self.conditional else metric.reads
+
+    def reference(self) -> Any:
+        """The decoded reference examples (computed once)."""
+        if self._reference is None:
+            pick = fixed_choice(len(self.data.reference), self.n_reference, REFERENCE_SEED)
+            self._reference = self.task.decode_reference(self.data.reference.batch(pick, torch.device("cpu")))
+        return self._reference
 
     def evaluate(
         self,
