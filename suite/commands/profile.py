@@ -11,18 +11,28 @@ HELP = "post hoc information profile of a task's data"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--task", required=True)
-    parser.add_argument("--budget", default="smoke")
+    parser.add_argument("--task", default=None, help="a task (or task=NAME)")
+    parser.add_argument("--budget", default=None, help="a budget (default smoke)")
     parser.add_argument(
-        "--results", default=DEFAULT_RESULTS, help="results folder whose figures draw the profile"
+        "--results",
+        default=None,
+        help=f"results folder whose figures draw the profile (default: {DEFAULT_RESULTS})",
     )
     parser.add_argument(
         "--out", default=None, help="folder for the figure and CSV (default RESULTS/profiles)"
     )
-    parser.add_argument("overrides", nargs="*", help="key=value config overrides")
+    parser.add_argument(
+        "overrides", nargs="*", help="key=value config overrides (task=, budget=, results= as their flags)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    from suite.launch.preflight import group_flags
     from suite.report.profile import write_profile
 
-    return write_profile(args.task, args.budget, args.results, args.out, args.overrides)
+    flags = {"task": args.task, "budget": args.budget, "results": args.results}
+    chosen, overrides = group_flags(flags, args.overrides)
+    if chosen["task"] is None:
+        raise ValueError("suite profile needs --task TASK (suite list names them)")
+    budget, results = chosen["budget"] or "smoke", chosen["results"] or DEFAULT_RESULTS
+    return write_profile(chosen["task"], budget, results, args.out, overrides)

@@ -10,6 +10,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
+from suite.cli import main
 from suite.config import compose_run
 from suite.noise.analytic import GaussianData, PointSetData
 from suite.noise.information import gaussian_mmse, point_set_mmse
@@ -151,3 +152,14 @@ def test_profile_command_on_bfashion(tmp_path: Path, capsys):
     assert "coordinate-wise bound (2 levels per coordinate)" in out and "memorisation scale" in out
     for suffix in (".csv", ".png", ".pdf"):
         assert (tmp_path / f"bfashion-smoke_profile{suffix}").is_file()
+
+
+def test_a_results_override_contradicting_the_flag_is_refused_before_any_profile_is_computed(
+    tmp_path, capsys
+):
+    argv = ["profile", "--task", "ring2d", f"results={tmp_path / 'a'}", "--results", str(tmp_path / "b")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith(
+        f"error: the override results={tmp_path / 'a'} contradicts --results"
+    )
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
