@@ -119,6 +119,7 @@ CORE_READS = (  # how the core reads a task config key: suite/*.py and the non-t
     r"\btask\.(sigma_min|sigma_max|sigma_data|solver|solver_steps|loss_weight|cond_dropout)\b",
     r"[\"']task\.([a-z_]+)[\"']",
     r"\$\{(?:oc\.select:)?task\.([a-z_]+)",
+    r"_metric_set\(\s*[\"']([a-z_]+)",
 )
 TASK_FAMILIES = ("image_task.py", "dna.py", "text.py")  # a family of tasks reads its own keys
 
