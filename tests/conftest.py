@@ -82,3 +82,11 @@ def slurm_cluster() -> Iterator[str]:
             down = cluster_script("purge", cluster_dir, _DOWN_TIMEOUT_S)
             if down.returncode != 0:
                 print(f"local-cluster.sh purge {cluster_dir} failed:\n{down.stderr}")
+
+
+@pytest.fixture
+def isolated_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point the suite cache and torch's hub home at empty temporary folders (``tmp_path``)."""
+    monkeypatch.setenv("SUITE_CACHE", str(tmp_path / "suite"))
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    return tmp_path

@@ -2,6 +2,7 @@
 the CLI: a recorded point recomputed exactly, the infogrid rows beside the Karras rows, refusals naming the
 valid choices."""
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -126,3 +127,32 @@ def test_eval_refuses_guidance_on_an_unconditional_task_and_outside_zero_to_infi
     positive = float(guidance) > 0 and float(guidance) != float("inf")
     assert ("the task is unconditional" if positive else "must be a number in (0, inf)") in err
     assert (run_dir / "records.jsonl").read_bytes() == before
+
+
+@pytest.mark.slow
+def test_nan_statistics_in_the_cache_fail_the_evaluation_in_one_line_and_the_run_is_not_done(
+    tmp_path, monkeypatch, capsys
+):
+    import numpy as np
+
+    monkeypatch.setenv("SUITE_CACHE", str(tmp_path / "cache"))
+    data = write_mnist_format(tmp_path / "idx")
+    tiny = [*TINY, "budget.kimg=0.032", "budget.eval_points=1", "budget.checkpoint_kimg=0.032"]
+
+    def run(seed: str) -> int:
+        argv = ["run", "--task", "bfashion", "--sampler", "edm", "--seeds", seed, "--results", str(tmp_path)]
+        return cli.main([*argv, f"task.root={data}", *tiny])
+
+    assert run("0-0") == 0  # writes the reference statistics into the cache
+    (cached,) = (tmp_path / "cache" / "fid-stats").glob("*.npz")
+    with np.load(cached) as archive:
+        np.savez(cached, mu=np.full_like(archive["mu"], np.nan), sigma=archive["sigma"])
+    capsys.readouterr()
+    assert run("1-1") == 1
+    out, err = capsys.readouterr()
+    refusal = f"ValueError: refusing cached FID reference statistics {cached}: its mu holds 32 non-finite"
+    assert f"  failed       bfashion/smoke/edm/seed1  {refusal}" in out
+    assert err.count(refusal) == 1 and "Traceback" not in err
+    (folder,) = tmp_path.glob("runs/*/edm/seed1")
+    assert read_jsonl(folder / "records.jsonl") == []
+    assert json.loads((folder / "run.json").read_text())["status"] == "failed"

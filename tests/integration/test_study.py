@@ -3,18 +3,21 @@ packed two runs per device writes the records of the study run one at a time."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 
 import pytest
 
 from suite.cli import main
-from suite.config import group_options
+from suite.config import compose_run, group_options
 from suite.launch.runner import usable_cores
+from suite.launch.slurm import max_array_size
+from suite.launch.study import load_study
 from suite.records import read_jsonl
 from tests.helpers.datagen import write_mnist_format
 from tests.helpers.subprocesses import cli_command, cli_env
 from tests.integration.test_faults import without_timing
-from tests.unit.test_study import study_file
+from tests.unit.test_study import REDUCED, study_file
 
 TINY = [
     "budget.kimg=0.192",
@@ -127,3 +130,30 @@ def test_a_study_packed_two_per_device_gives_the_records_of_the_study_run_one_at
         }
     assert len(found["one"]) == 2
     assert found["packed"] == found["one"]
+
+
+@pytest.mark.slow
+def test_reduced_bfashion_dry_run_prints_the_grid_the_cost_and_the_slurm_arrays(tmp_path, capsys):
+    from suite.launch.cost import planned_cost
+    from suite.run.spec import run_spec
+
+    argv = ["run", "--study", str(REDUCED), "--dry-run", "--results", str(tmp_path)]
+    assert main([*argv, "--launcher", "slurm", "--partition", "gpu-x"]) == 0
+    out = capsys.readouterr().out
+    samplers = group_options("sampler")
+    assert "27 run(s):" in out
+    for sampler in samplers:
+        for seed in range(3):
+            assert f"[    pending] bfashion/short/{sampler}/seed{seed} " in out
+    assert not list(tmp_path.iterdir())  # nothing written
+    study = load_study(REDUCED)
+    cost = planned_cost(run_spec(compose_run("bfashion", "edm", "short", list(study.overrides))))
+    assert cost["examples"] == 256_000
+    (row,) = [line.split() for line in out.splitlines() if line.startswith("  bfashion ")]
+    (total,) = [line.split() for line in out.splitlines() if line.startswith("  total ")]
+    assert row[1:3] == ["27", f"{cost['gflop_per_example']:.4g}"]
+    assert float(row[4]) == pytest.approx(cost["device_hours"], rel=1e-2)
+    assert float(row[5]) == float(total[2]) == pytest.approx(27 * cost["device_hours"], rel=1e-2)
+    arrays = math.ceil(27 / max_array_size())
+    assert f": {arrays} array(s) of 27 run(s); 0 run(s) done already" in out
+    assert "run(s) of bfashion (gpu-x, 0 GPU(s)" in out

@@ -1,24 +1,120 @@
-"""The suite's cache folders (``suite/paths.py``): the environment chooses them, the home folder otherwise."""
+"""Nothing a config, a study or a command line says can write outside ``--results``: every name that enters
+a run folder's path (task, budget, sampler label; the comparison hash and ``seed<k>`` are the suite's own) is
+checked against ``suite.names.SAFE_NAME`` and the resolved folder must lie under the results folder; seeds
+are bounded before any list of them is built; a study file giving a key twice is refused; and the results
+folder is a path, whatever characters it holds, never parsed as a Hydra override."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from suite import paths
+import pytest
+
+from suite.cli import main
+from suite.launch.runner import plan_runs
+from suite.launch.study import load_study
+from suite.names import path_name
+from suite.run.seeds import MAX_SEED, MAX_SEEDS, parse_seeds
+from tests.helpers import fid_extractor  # noqa: F401  (registers "rand-test", which TINY names)
+
+ESCAPES = ["../../X", "/tmp/X", "..", ".hidden", "a/b", "a\\b", ""]
+PATH_NAMES = [  # every name that enters a run folder's path, and the override that sets it
+    ("task.name", "task.name={}"),
+    ("budget.name", "budget.name={}"),
+    ("sampler label", "sampler.t_distribution={}"),  # fm's one string parameter: the label spells it
+]
 
 
-def test_the_environment_chooses_the_cache_and_data_folders(tmp_path, monkeypatch):
-    monkeypatch.setenv("SUITE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("SUITE_DATA", str(tmp_path / "data"))
-    assert paths.cache_dir() == tmp_path / "cache"
-    assert paths.tokens_dir() == tmp_path / "cache" / "tokens"
-    assert paths.inductor_dir() == tmp_path / "cache" / "inductor"
-    assert paths.data_dir() == tmp_path / "data"
+def every_file(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*"))
 
 
-def test_without_the_environment_the_folders_lie_under_the_home_cache(tmp_path, monkeypatch):
-    monkeypatch.delenv("SUITE_CACHE", raising=False)
-    monkeypatch.delenv("SUITE_DATA", raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    assert paths.cache_dir() == Path(tmp_path) / ".cache" / "infonoise-suite"
-    assert paths.data_dir() == Path(tmp_path) / ".cache" / "infonoise-suite" / "data"
+@pytest.mark.parametrize("value", ESCAPES)
+def test_a_name_that_is_not_one_safe_path_component_is_refused_naming_it(value):
+    with pytest.raises(ValueError) as err:
+        path_name("budget.name", value)
+    assert str(err.value) == (
+        f"budget.name {value!r} cannot name a folder: use 1-200 letters, digits and _ . , = + - [ ], not "
+        "starting with a dot"
+    )
+    assert path_name("sampler label", "edm[p_mean=-1.2,p_std=1e+0]") == "edm[p_mean=-1.2,p_std=1e+0]"
+
+
+@pytest.mark.parametrize("what, override", PATH_NAMES)
+def test_every_name_that_enters_a_run_folder_is_checked_before_anything_is_written(tmp_path, what, override):
+    results = tmp_path / "deep" / "results"
+    with pytest.raises(ValueError) as err:
+        plan_runs("bfashion", "fm", "smoke", 1, results, [override.format("../../X")])
+    assert str(err.value).startswith(f"{what} ") and "cannot name a folder" in str(err.value)
+    assert every_file(tmp_path) == []
+
+
+def test_a_run_folder_reached_through_a_link_out_of_the_results_folder_is_refused(tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "runs").symlink_to(outside)
+    with pytest.raises(ValueError, match=rf"resolves to {outside}/bfashion-smoke-\w+/edm/seed0, outside"):
+        plan_runs("bfashion", "edm", "smoke", 1, results)
+    assert list(outside.iterdir()) == []
+
+
+def test_a_budget_name_climbing_out_in_a_study_override_is_refused_before_anything_is_written(
+    tmp_path, capsys
+):
+    study = tmp_path / "study" / "s.yaml"
+    study.parent.mkdir()
+    fields = {"name": "s", "budget": "smoke", "seeds": 1, "tasks": ["bfashion"], "samplers": ["edm"]}
+    study.write_text(json.dumps(fields | {"overrides": ["budget.name=../../X"]}))
+    results = tmp_path / "a" / "b" / "results"
+    assert main(["run", "--study", str(study), "--results", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {study}: task bfashion: budget.name '../../X' cannot name a folder")
+    assert every_file(tmp_path) == [study.parent, study]
+
+
+def test_a_study_giving_a_key_twice_is_refused_naming_the_key_and_line(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: s\nbudget: smoke\nseeds: 1\ntasks: [bfashion]\nsamplers: [edm]\n"
+        "overrides: [budget.kimg=1]\nseeds: 3\n"
+    )
+    with pytest.raises(
+        ValueError, match=rf"^{path}: not valid YAML at line 7, column 1: key 'seeds' given twice$"
+    ):
+        load_study(path)
+    path.write_text(
+        "name: s\nbudget: smoke\nseeds: 1\ntasks: {bfashion: [a=1], bfashion: [b=2]}\nsamplers: all\n"
+    )
+    with pytest.raises(ValueError, match="key 'bfashion' given twice"):
+        load_study(path)
+
+
+@pytest.mark.parametrize(
+    "seeds, message",
+    [
+        ("0-10000000", f"names 10000001 seeds; at most {MAX_SEEDS} may be given at once"),
+        ("0-999,2000-2000", f"names 1001 seeds; at most {MAX_SEEDS}"),
+        (MAX_SEEDS + 1, f"names {MAX_SEEDS + 1} seeds; at most {MAX_SEEDS}"),
+        (f"{MAX_SEED + 1}", f"names {MAX_SEED + 1} seeds"),
+        (f"5,{MAX_SEED + 1}", f"seed {MAX_SEED + 1} is above the largest seed, {MAX_SEED}"),
+        ("1" * 20000, "is 20000 characters long"),
+        ("1" * 5000, "11111111111… is above the largest seed"),
+    ],
+)
+def test_seed_ranges_are_bounded_before_any_list_is_built(seeds, message):
+    with pytest.raises(ValueError, match="^--seeds ") as err:
+        parse_seeds(seeds, "--seeds")
+    assert message in str(err.value)
+    assert parse_seeds(f"{MAX_SEED - 1}-{MAX_SEED}") == (MAX_SEED - 1, MAX_SEED)
+    assert len(parse_seeds(f"0-{MAX_SEEDS - 1}")) == MAX_SEEDS
+
+
+def test_a_huge_seed_range_in_a_study_is_refused_at_once(tmp_path, capsys):
+    study = tmp_path / "s.yaml"
+    fields = {"name": "s", "budget": "smoke", "seeds": "0-10000000", "tasks": ["bfashion"], "samplers": "all"}
+    study.write_text(json.dumps(fields))
+    assert main(["run", "--study", str(study), "--results", str(tmp_path / "r"), "--dry-run"]) == 2
+    assert f"{study}: seeds '0-10000000' names 10000001 seeds; at most" in capsys.readouterr().err

@@ -23,7 +23,6 @@ from suite.report.profile import (
     linear_bound,
     profile_report,
     task_examples,
-    write_profile,
 )
 from suite.task import TASKS
 from tests.plugins.seqtoy import CONF as SEQTOY_CONF
@@ -138,20 +137,6 @@ def test_a_subset_never_claims_the_exact_profile():
     report = profile_report(x, SIGMA, SETTINGS["smoke"], total=100)
     assert report.headline.key == "empirical"
     assert any("needs every example" in note for note in report.notes)
-
-
-def test_profile_command_on_bfashion(tmp_path: Path, capsys):
-    """The real binarized Fashion-MNIST training set (skipped when the files are not on this machine)."""
-    try:
-        code = write_profile("bfashion", "smoke", out=str(tmp_path))
-    except FileNotFoundError as err:
-        pytest.skip(f"Fashion-MNIST not available: {err}")
-    out = capsys.readouterr().out
-    assert code == 0
-    assert "peak σ = " in out and "10–90% band per unit ln σ: σ ∈ [" in out
-    assert "coordinate-wise bound (2 levels per coordinate)" in out and "memorisation scale" in out
-    for suffix in (".csv", ".png", ".pdf"):
-        assert (tmp_path / f"bfashion-smoke_profile{suffix}").is_file()
 
 
 def test_a_results_override_contradicting_the_flag_is_refused_before_any_profile_is_computed(

@@ -5,7 +5,6 @@ end to end are in ``tests/integration/test_study.py``."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pandas as pd
@@ -14,7 +13,6 @@ import pytest
 from suite.cli import main
 from suite.config import compose_run, group_options
 from suite.launch.runner import plan_runs
-from suite.launch.slurm import max_array_size
 from suite.launch.study import load_study, plan_study
 
 BUDGETS = ", ".join(group_options("budget"))  # every budget config, so a new one is listed too
@@ -130,33 +128,6 @@ def test_paper_table_study_is_the_published_rows_by_every_sampler_config():
     assert list(study.tasks) == published and len(published) == 9
     assert list(study.samplers) == group_options("sampler") and len(study.samplers) == 9
     assert (study.budget, study.seeds, study.overrides) == ("paper", (0, 1, 2), ())
-
-
-@pytest.mark.slow
-def test_reduced_bfashion_dry_run_prints_the_grid_the_cost_and_the_slurm_arrays(tmp_path, capsys):
-    from suite.launch.cost import planned_cost
-    from suite.run.spec import run_spec
-
-    argv = ["run", "--study", str(REDUCED), "--dry-run", "--results", str(tmp_path)]
-    assert main([*argv, "--launcher", "slurm", "--partition", "gpu-x"]) == 0
-    out = capsys.readouterr().out
-    samplers = group_options("sampler")
-    assert "27 run(s):" in out
-    for sampler in samplers:
-        for seed in range(3):
-            assert f"[    pending] bfashion/short/{sampler}/seed{seed} " in out
-    assert not list(tmp_path.iterdir())  # nothing written
-    study = load_study(REDUCED)
-    cost = planned_cost(run_spec(compose_run("bfashion", "edm", "short", list(study.overrides))))
-    assert cost["examples"] == 256_000
-    (row,) = [line.split() for line in out.splitlines() if line.startswith("  bfashion ")]
-    (total,) = [line.split() for line in out.splitlines() if line.startswith("  total ")]
-    assert row[1:3] == ["27", f"{cost['gflop_per_example']:.4g}"]
-    assert float(row[4]) == pytest.approx(cost["device_hours"], rel=1e-2)
-    assert float(row[5]) == float(total[2]) == pytest.approx(27 * cost["device_hours"], rel=1e-2)
-    arrays = math.ceil(27 / max_array_size())
-    assert f": {arrays} array(s) of 27 run(s); 0 run(s) done already" in out
-    assert "run(s) of bfashion (gpu-x, 0 GPU(s)" in out
 
 
 def test_a_study_refuses_runs_per_gpu_below_one_naming_it(tmp_path, capsys):
