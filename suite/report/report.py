@@ -32,8 +32,8 @@ import pandas as pd
 
 from suite.outputs import claim, guarded_output
 from suite.records import now, write_atomic
-from suite.report.plots import ProfileFn, Run, discover_runs, figure_stem, write_figures
-from suite.report.results import find_runs
+from suite.report.plots import ProfileFn, discover_runs, figure_stem, write_figures
+from suite.report.results import RunRecord, find_runs
 from suite.report.statistics import statistics_caption, statistics_table
 from suite.report.table import (
     NO_TARGET,
@@ -100,9 +100,9 @@ def config_overrides(cfg: dict[str, Any]) -> list[str]:
     return overrides
 
 
-def reproduce_command(runs: list[Run], results: str) -> str:
+def reproduce_command(runs: list[RunRecord], results: str) -> str:
     """The ``suite run`` command that made ``runs`` (one sampler label of one comparison, any seeds)."""
-    cfg = runs[0].cfg
+    cfg = runs[0].config
     seeds = max(r.seed for r in runs) + 1
     parts = [
         "suite",
@@ -141,7 +141,7 @@ def eval_command(run_dir: Path, rows: pd.DataFrame, own: pd.DataFrame) -> str:
     return shlex.join(parts)
 
 
-def _provenance(runs: list[Run]) -> str:
+def _provenance(runs: list[RunRecord]) -> str:
     """Code version, devices, torch version and data of a comparison's runs."""
 
     def values(key: str) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import math
 from pathlib import Path
 
@@ -18,7 +17,9 @@ from suite.report.plots import (
     discover_runs,
     effective_allocation,
     figure_target,
+    final_allocation,
     plot_alignment,
+    plot_results,
     plot_sampler_densities,
     quality_figure,
     registered_densities,
@@ -168,12 +169,10 @@ def test_effective_allocation_is_normalised_pi_times_w():
 
 
 def test_plot_main_writes_png_and_pdf_from_the_saved_profile_without_data(results: Path, capsys):
-    import suite.report.plots
-
     task_cfg = config({})["task"]
     sigma = np.geomspace(0.002, 80.0, 41)
     write_posthoc(results / "profiles", task_cfg, tiny_profile(task_cfg, sigma), "tiny")
-    assert suite.report.plots.main(argparse.Namespace(results=str(results))) == 0
+    assert plot_results(str(results)) == 0
     written = [Path(line.removeprefix("wrote ")) for line in capsys.readouterr().out.splitlines()]
     names = {p.name for p in written}
     stem = "fashion-smoke-aaaa000000"
@@ -189,8 +188,8 @@ def test_kg_importance_corrected_allocation_is_the_base_priors(results: Path):
     runs = next(iter(discover_runs(results).values()))
     kg = next(r for r in runs if r.label == "kg")
     edm = next(r for r in runs if r.label == "edm")
-    u_kg, phi_kg = kg.final_allocation()
-    u_edm, phi_edm = edm.final_allocation()
+    u_kg, phi_kg = final_allocation(kg)
+    u_edm, phi_edm = final_allocation(edm)
     assert np.allclose(phi_kg, phi_edm, rtol=1e-6, atol=1e-9)
 
 
@@ -286,11 +285,9 @@ def test_report_links_figures_and_commands(results: Path):
 
 
 def test_reproduce_command_for_seeds(results: Path):
-    from suite.config import compose_run, to_dict
-
+    for config_file in results.glob("runs/*/edm/seed*/config.yaml"):
+        config_file.write_text(OmegaConf.to_yaml(compose_run("fashion", "edm", "smoke")))
     runs = [r for r in next(iter(discover_runs(results).values())) if r.label == "edm"]
-    for run in runs:
-        run.cfg = to_dict(compose_run("fashion", "edm", "smoke"))
     assert reproduce_command(runs, "results") == (
         "suite run --task fashion --sampler edm --budget smoke --seeds 2 --results results"
     )
@@ -340,17 +337,15 @@ def test_each_sampler_keeps_its_colour_whichever_others_a_figure_draws():
 
 
 def test_plot_draws_the_users_runs_and_brings_in_committed_evidence_only_with_all(tmp_path: Path, capsys):
-    import suite.report.plots
-
     write_run(tmp_path, "bfashion", "edm", 0, [(1.0, 9.0), (2.0, 4.0)], budget="demo")
     write_run(tmp_path, "bfashion", "edm", 0, [(1.0, 8.0), (2.0, 3.0)], origin="cpu-smoke")
     (tmp_path / "cpu-smoke" / "EVIDENCE").write_text("committed\n")
-    assert suite.report.plots.main(argparse.Namespace(results=str(tmp_path), all=False)) == 0
+    assert plot_results(str(tmp_path)) == 0
     out = capsys.readouterr().out.splitlines()
     names = {Path(line.removeprefix("wrote ")).name for line in out if line.startswith("wrote ")}
     assert names == {"bfashion-demo-aaaa000000_quality-fid.png", "bfashion-demo-aaaa000000_quality-fid.pdf"}
     assert out[-1] == f"Left out: committed evidence {tmp_path / 'cpu-smoke'}; `suite plot --all` adds it."
-    assert suite.report.plots.main(argparse.Namespace(results=str(tmp_path), all=True)) == 0
+    assert plot_results(str(tmp_path), everything=True) == 0
     out = capsys.readouterr().out
     assert "cpu-smoke_bfashion-smoke-aaaa000000_quality-fid.png" in out and "Left out" not in out
 
