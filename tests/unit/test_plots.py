@@ -27,6 +27,9 @@ from suite.report.plots import (
 )
 from suite.report.profile import PosthocProfile, empirical_profile, saved_profile, write_posthoc
 from suite.report.report import config_overrides, hydra_value, reproduce_command, write_report
+from suite.report.table import load_published, load_records
+from suite.report.table_command import print_tables
+from suite.report.three_tables import render_tables
 from tests.plugins.mog2d import CONF as MOG2D_CONF
 from tests.plugins.mog2d import MixtureOfGaussians
 from tests.unit.test_table import final_protocol_run, rescore, write_run
@@ -227,8 +230,6 @@ def test_both_kg_readings_are_drawn_with_their_own_labels():
 
 
 def test_figure_target_falls_back_to_every_fixed_sampler(tmp_path: Path):
-    from suite.report.table import load_records
-
     write_run(tmp_path, "dna", "laplace", 0, [(1.0, 9.0), (2.0, 4.0)], metric="sei-fid")
     write_run(tmp_path, "dna", "infonoise", 0, [(1.0, 5.0), (2.0, 3.0)], metric="sei-fid")
     target, which = figure_target(load_records(tmp_path))
@@ -261,7 +262,7 @@ def test_reproduce_command_lists_only_differing_keys():
     assert sorted(config_overrides(cfg)) == ["budget.kimg=1.28", "sampler.p_mean=0.0"]
 
 
-def test_report_links_figures_and_commands(results: Path):
+def test_report_links_figures_and_commands_and_shows_the_tables_suite_table_prints(results: Path, capsys):
     for run in results.rglob("config.yaml"):  # real, composable configs for the command reconstruction
         from omegaconf import OmegaConf
 
@@ -282,6 +283,11 @@ def test_report_links_figures_and_commands(results: Path):
     # 8 over that.
     crossing = 4 * 2 ** (math.log(10.5 / 14) / math.log(6 / 14))
     assert f"{8 / crossing:.2f}×" in text
+    capsys.readouterr()
+    assert print_tables(str(results), fmt="md") == 0
+    printed = capsys.readouterr().out
+    tables = render_tables(load_records(results), "md", published=load_published(results))
+    assert len(tables) == 3 and all(table in printed and table in text for table in tables)
 
 
 def test_reproduce_command_for_seeds(results: Path):
@@ -351,8 +357,6 @@ def test_plot_draws_the_users_runs_and_brings_in_committed_evidence_only_with_al
 
 
 def test_the_final_protocol_point_is_drawn_apart_from_the_curve_and_named_in_the_legend(tmp_path: Path):
-    from suite.report.table import load_records
-
     final_protocol_run(tmp_path, "edm", 0, [30.0, 20.0, 10.0], 4.0)
     final_protocol_run(tmp_path, "infonoise", 0, [24.0, 13.0, 5.0], 3.0)
     ax = quality_figure(load_records(tmp_path), "cifar10 · paper").axes[0]
