@@ -35,11 +35,10 @@ curve, as time to target leaves it out of the curves.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +47,10 @@ import pandas as pd
 import seaborn as sns
 import torch
 from matplotlib.figure import Figure
-from omegaconf import OmegaConf
 
 from suite.config import to_dict
 from suite.noise.sampler import build_sampler
-from suite.noise.weighting import LossWeight, build_weight
+from suite.noise.weighting import build_weight
 from suite.outputs import guarded_output
 from suite.report.figures import (
     DENSITY_LABEL,
@@ -68,10 +66,9 @@ from suite.report.figures import (
     style_map,
 )
 from suite.report.profile import PosthocProfile, ProfileFn, saved_profile
-from suite.report.results import by_comparison, evidence_origins, find_runs
+from suite.report.results import RunRecord, by_comparison, evidence_origins, find_runs
 from suite.report.statistics import t_band
 from suite.report.table import (
-    base_name,
     curve_rows,
     final_rows,
     finished,
@@ -82,7 +79,6 @@ from suite.report.table import (
     time_to_target,
 )
 from suite.run.assembly import build_loss_weight, build_noise_sampler
-from suite.run.spec import RunSpec, run_spec
 
 MEMORISATION_NOTE = (
     "The empirical-prior profile memorises its N points: MMSE = 0 below their nearest-neighbour scale, so "
@@ -127,97 +123,50 @@ def plot_sampler_densities(path: str | Path, weight: str = "edm", sigma_data: fl
 
 
 # -- runs --------------------------------------------------------------------------------------------
-@dataclass
-class Run:
-    """One run directory: its run.json, resolved config and sampler log."""
-
-    path: Path
-    info: dict[str, Any]
-    cfg: dict[str, Any]
-    sampler_log: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        """Sampler label of the run (``edm``, ``edm[p_mean=0.0]``)."""
-        return str(self.info.get("sampler") or self.path.parent.name)
-
-    @property
-    def name(self) -> str:
-        """Registered sampler name."""
-        return str(self.info.get("sampler_name") or base_name(self.label))
-
-    @property
-    def seed(self) -> int:
-        """Training seed."""
-        return int(self.info.get("seed", 0))
-
-    @functools.cached_property
-    def spec(self) -> RunSpec | None:
-        """The run's spec, read from its config.yaml (None for a run folder without one)."""
-        return run_spec(OmegaConf.create(self.cfg)) if self.cfg else None
-
-    def weight(self) -> LossWeight | None:
-        """The task's loss weight w(σ) (None without a config)."""
-        return None if self.spec is None else build_loss_weight(self.spec)
-
-    @property
-    def adapted(self) -> bool:
-        """Whether the sampler log holds a density rebuilt from observed losses (adaptive samplers)."""
-        return any("cdf_change" in r for r in self.sampler_log)
-
-    def _initial_density(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """(u, π) of the run's sampler as configured, before any adaptation (None without a config)."""
-        if self.spec is None:
-            return None
-        lo, hi = self.spec.diffusion.sigma_min, self.spec.diffusion.sigma_max
-        try:
-            sampler = build_noise_sampler(self.spec, self.weight())
-        except (ValueError, KeyError):  # a sampler renamed or re-parametrised since the run
-            return None
-        u = np.linspace(math.log(lo), math.log(hi), 129)
-        return u, sampler.density_on(torch.as_tensor(u, dtype=torch.float64)).numpy()
-
-    def final_allocation(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """(u, φ) at the end of training; None when neither a sampler log nor a config says.
-
-        From the last sampler.jsonl row; an adaptive run that never rebuilt (budget shorter than its
-        warm-up) logs no row, and its density is the configured one (the warm-up prior). With KG's
-        importance correction the loss is reweighted by π_ref/π, so φ = π_ref·w.
-        """
-        weight = self.weight()
-        if weight is None:
-            return None
-        rows = [r for r in self.sampler_log if "density" in r]
-        if rows:
-            u = np.asarray(rows[-1]["u"], dtype=float)
-            pi = np.asarray(rows[-1]["density"], dtype=float)
-        elif (initial := self._initial_density()) is not None:
-            u, pi = initial
-        else:
-            return None
-        hyper = self.info.get("sampler_hyperparameters", {})
-        if hyper.get("importance_correction") and isinstance(hyper.get("base"), dict):
-            base = dict(hyper["base"])
-            lo, hi = base.pop("sigma_min", math.exp(u[0])), base.pop("sigma_max", math.exp(u[-1]))
-            reference = build_sampler(base.pop("name"), lo, hi, None, **base)
-            pi = reference.density_on(torch.as_tensor(u, dtype=torch.float64)).numpy()
-        return u, effective_allocation(u, pi, weight)
-
-    def profiles(self) -> list[dict[str, Any]]:
-        """InfoNoise's logged profiles {u, m_hat, rho, pi} with the kimg of their rebuild."""
-        return [
-            r["profile"] | {"kimg": r["kimg"], "gate_c": r.get("gate_c")}
-            for r in self.sampler_log
-            if "profile" in r
-        ]
+def _initial_density(run: RunRecord) -> tuple[np.ndarray, np.ndarray] | None:
+    """(u, π) of the run's sampler as configured, before any adaptation (None without a config)."""
+    if run.spec is None:
+        return None
+    lo, hi = run.spec.diffusion.sigma_min, run.spec.diffusion.sigma_max
+    try:
+        sampler = build_noise_sampler(run.spec, build_loss_weight(run.spec))
+    except (ValueError, KeyError):  # a sampler renamed or re-parametrised since the run
+        return None
+    u = np.linspace(math.log(lo), math.log(hi), 129)
+    return u, sampler.density_on(torch.as_tensor(u, dtype=torch.float64)).numpy()
 
 
-def discover_runs(results: str | Path) -> dict[Path, list[Run]]:
-    """Run directories under ``results`` grouped by comparison folder (``suite.report.results``)."""
-    return {
-        folder: [Run(r.path, r.info, r.config, r.sampler_log()) for r in runs if r.info]
-        for folder, runs in by_comparison(find_runs(results)).items()
-    }
+def final_allocation(run: RunRecord) -> tuple[np.ndarray, np.ndarray] | None:
+    """(u, φ) of ``run`` at the end of training; None when neither its sampler log nor its config says.
+
+    From the last sampler.jsonl row; an adaptive run that never rebuilt (budget shorter than its warm-up)
+    logs no row, and its density is the configured one (the warm-up prior). With KG's importance correction
+    the loss is reweighted by π_ref/π, so φ = π_ref·w, with w the task's loss weight.
+    """
+    if run.spec is None:
+        return None
+    weight = build_loss_weight(run.spec)
+    rows = [r for r in run.sampler_log() if "density" in r]
+    if rows:
+        u = np.asarray(rows[-1]["u"], dtype=float)
+        pi = np.asarray(rows[-1]["density"], dtype=float)
+    elif (initial := _initial_density(run)) is not None:
+        u, pi = initial
+    else:
+        return None
+    hyper = run.info.get("sampler_hyperparameters", {})
+    if hyper.get("importance_correction") and isinstance(hyper.get("base"), dict):
+        base = dict(hyper["base"])
+        lo, hi = base.pop("sigma_min", math.exp(u[0])), base.pop("sigma_max", math.exp(u[-1]))
+        reference = build_sampler(base.pop("name"), lo, hi, None, **base)
+        pi = reference.density_on(torch.as_tensor(u, dtype=torch.float64)).numpy()
+    return u, effective_allocation(u, pi, weight)
+
+
+def discover_runs(results: str | Path) -> dict[Path, list[RunRecord]]:
+    """Run directories with a run.json under ``results`` grouped by comparison folder
+    (``suite.report.results``)."""
+    return {folder: [r for r in runs if r.info] for folder, runs in by_comparison(find_runs(results)).items()}
 
 
 def figure_stem(results: Path, folder: Path) -> str:
@@ -227,30 +176,30 @@ def figure_stem(results: Path, folder: Path) -> str:
 
 
 # -- figure 1: alignment -----------------------------------------------------------------------------
-def _mean_allocations(runs: list[Run]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _mean_allocations(runs: list[RunRecord]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per sampler label, the seed-mean final φ (u, φ)."""
     out = {}
     for label in sampler_order([r.label for r in runs]):
-        curves = [c for r in runs if r.label == label and (c := r.final_allocation()) is not None]
+        curves = [c for r in runs if r.label == label and (c := final_allocation(r)) is not None]
         if curves:
             out[label] = (curves[0][0], np.mean([c[1] for c in curves], axis=0))
     return out
 
 
-def _legend_label(label: str, runs: list[Run]) -> str:
+def _legend_label(label: str, runs: list[RunRecord]) -> str:
     """``φ <label>``, saying so when an adaptive sampler never rebuilt or is importance-corrected."""
     mine = [r for r in runs if r.label == label]
     text = f"φ {label}"
-    if is_adaptive(mine[0].name) and not any(r.adapted for r in mine):
+    if is_adaptive(mine[0].sampler_name) and not any(r.adapted for r in mine):
         text += " (no rebuild in budget: warm-up prior)"
     if mine[0].info.get("sampler_hyperparameters", {}).get("importance_correction"):
         text += " (importance-corrected: φ = π_ref·w)"
     return text
 
 
-def _learned_profile(runs: list[Run]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def _learned_profile(runs: list[RunRecord]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """InfoNoise's final (u, ρ̂, m̂), averaged over seeds (plain ``infonoise`` label preferred)."""
-    infonoise = [r for r in runs if r.name == "infonoise" and r.profiles()]
+    infonoise = [r for r in runs if r.sampler_name == "infonoise" and r.profiles()]
     plain = [r for r in infonoise if r.label == "infonoise"] or infonoise
     if not plain:
         return None
@@ -259,7 +208,9 @@ def _learned_profile(runs: list[Run]) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return (u, np.mean([p["rho"] for p in last], axis=0), np.mean([p["m_hat"] for p in last], axis=0))
 
 
-def plot_alignment(runs: list[Run], profile: PosthocProfile | None, title: str, base: Path) -> list[Path]:
+def plot_alignment(
+    runs: list[RunRecord], profile: PosthocProfile | None, title: str, base: Path
+) -> list[Path]:
     """Each sampler's final φ against the post hoc profile and InfoNoise's ρ̂; MMSE estimates beside."""
     allocations = _mean_allocations(runs)
     learned = _learned_profile(runs)
@@ -468,10 +419,10 @@ def _edges(centres: np.ndarray, log: bool = False) -> np.ndarray:
     return np.exp(edges) if log else edges
 
 
-def plot_infonoise_profile(runs: list[Run], title: str, base: Path) -> list[Path] | None:
+def plot_infonoise_profile(runs: list[RunRecord], title: str, base: Path) -> list[Path] | None:
     """ρ̂ per rebuild as a σ × kimg heat map (one InfoNoise seed) beside every adaptive run's CDF change."""
     infonoise = sorted(
-        (r for r in runs if r.name == "infonoise" and r.profiles()), key=lambda r: (r.label, r.seed)
+        (r for r in runs if r.sampler_name == "infonoise" and r.profiles()), key=lambda r: (r.label, r.seed)
     )
     if not infonoise:
         return None
@@ -496,7 +447,7 @@ def plot_infonoise_profile(runs: list[Run], title: str, base: Path) -> list[Path
         [
             {"sampler": r.label, "seed": r.seed, "kimg": row["kimg"], "cdf_change": row["cdf_change"]}
             for r in runs
-            for row in r.sampler_log
+            for row in r.sampler_log()
             if row.get("cdf_change", 0) > 0
         ]
     )
@@ -534,7 +485,7 @@ class SweepPoint:
     kimg: float
 
 
-def _sweep_points(runs: list[Run], rows: pd.DataFrame, target: pd.DataFrame) -> list[SweepPoint]:
+def _sweep_points(runs: list[RunRecord], rows: pd.DataFrame, target: pd.DataFrame) -> list[SweepPoint]:
     """EDM labels and InfoNoise labels with their allocation position, final quality and kimg to target."""
     allocations = _mean_allocations(runs)
     kimg_of = dict(zip(target["sampler"], target["kimg_to_target"], strict=True))
@@ -542,14 +493,14 @@ def _sweep_points(runs: list[Run], rows: pd.DataFrame, target: pd.DataFrame) -> 
     points = []
     for label in allocations:
         run = next(r for r in runs if r.label == label)
-        if run.name not in ("edm", "infonoise") or label not in kimg_of or label not in finals.index:
+        if run.sampler_name not in ("edm", "infonoise") or label not in kimg_of or label not in finals.index:
             continue
         p_mean = run.info.get("sampler_hyperparameters", {}).get("p_mean")
-        text = f"P_mean={p_mean:g}" if run.name == "edm" and p_mean is not None else label
+        text = f"P_mean={p_mean:g}" if run.sampler_name == "edm" and p_mean is not None else label
         points.append(
             SweepPoint(
                 label,
-                run.name,
+                run.sampler_name,
                 text,
                 allocation_median(*allocations[label]),
                 float(finals.loc[label, "mean"]),
@@ -560,14 +511,14 @@ def _sweep_points(runs: list[Run], rows: pd.DataFrame, target: pd.DataFrame) -> 
     return sorted(points, key=lambda p: p.position)
 
 
-def plot_pmean_sweep(runs: list[Run], rows: pd.DataFrame, title: str, base: Path) -> list[Path] | None:
+def plot_pmean_sweep(runs: list[RunRecord], rows: pd.DataFrame, title: str, base: Path) -> list[Path] | None:
     """EDM runs of several P_mean, placed by where their allocation φ sits (its median σ).
 
     Left: final quality (mean ± std over seeds); right: processed examples to reach the time-to-target
     target (▲ at the top: not reached within the budget). InfoNoise is the star; the vertical line is the
     median σ of InfoNoise's learned profile ρ̂, the position the information profile asks for.
     """
-    if len({r.label for r in runs if r.name == "edm"}) < 2 or rows.empty:
+    if len({r.label for r in runs if r.sampler_name == "edm"}) < 2 or rows.empty:
         return None
     target, which = figure_target(rows)
     if target.empty:
@@ -704,7 +655,7 @@ def write_figures(
         ]
         if first.info.get("stand_in_data"):
             caption.append(f"stand-in data: {first.info.get('data', '')}")
-        if any(r.final_allocation() is not None for r in runs):
+        if any(final_allocation(r) is not None for r in runs):
             task_cfg = to_dict(first.spec.task_cfg) if first.spec is not None else {}
             profile, reason = _profile_for(task_cfg, cache, profile_fn)
             if reason:

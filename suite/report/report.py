@@ -32,25 +32,18 @@ import pandas as pd
 
 from suite.outputs import claim, guarded_output
 from suite.records import now, write_atomic
-from suite.report.plots import ProfileFn, Run, discover_runs, figure_stem, write_figures
-from suite.report.results import find_runs
-from suite.report.statistics import statistics_caption, statistics_table
+from suite.report.plots import ProfileFn, discover_runs, figure_stem, write_figures
+from suite.report.results import RunRecord, find_runs
 from suite.report.table import (
-    NO_TARGET,
     TARGET_BASELINES,
-    comparison_caption,
-    comparison_table,
-    floor_caption,
     incomplete_note,
     load_published,
     load_records,
     parse_targets,
-    render,
     sampler_order,
-    target_caption,
-    time_to_target_table,
     to_markdown,
 )
+from suite.report.three_tables import render_tables
 
 EXCLUDED_KEYS = ("results", "seed")
 
@@ -100,9 +93,9 @@ def config_overrides(cfg: dict[str, Any]) -> list[str]:
     return overrides
 
 
-def reproduce_command(runs: list[Run], results: str) -> str:
+def reproduce_command(runs: list[RunRecord], results: str) -> str:
     """The ``suite run`` command that made ``runs`` (one sampler label of one comparison, any seeds)."""
-    cfg = runs[0].cfg
+    cfg = runs[0].config
     seeds = max(r.seed for r in runs) + 1
     parts = [
         "suite",
@@ -141,7 +134,7 @@ def eval_command(run_dir: Path, rows: pd.DataFrame, own: pd.DataFrame) -> str:
     return shlex.join(parts)
 
 
-def _provenance(runs: list[Run]) -> str:
+def _provenance(runs: list[RunRecord]) -> str:
     """Code version, devices, torch version and data of a comparison's runs."""
 
     def values(key: str) -> str:
@@ -220,8 +213,6 @@ def write_report(
     published = load_published(results)
     figures = [p for p in write_figures(results, profile_fn, folder / "figures") if p.suffix == ".png"]
     n_runs = records["run_dir"].nunique()
-    statistics = statistics_table(records, budget, targets)
-    scales = statistics["scale"].tolist() if not statistics.empty else []
     lines = [
         "# InfoNoise benchmark report",
         "",
@@ -232,16 +223,7 @@ def write_report(
         "",
         "## Tables",
         "",
-        render(
-            comparison_table(records, budget, published),
-            "md",
-            comparison_caption(records, budget) + floor_caption(records, budget),
-        ),
-        "",
-        render(time_to_target_table(records, budget, targets), "md", target_caption(targets), NO_TARGET),
-        "",
-        render(statistics, "md", statistics_caption(None, scales)),
-        "",
+        *(line for text in render_tables(records, "md", budget, published, targets) for line in (text, "")),
         incomplete_note(records),
         "## Figures",
         "",

@@ -27,6 +27,9 @@ last line aside, see ``suite.records``) or are links; no evaluation row at all; 
 gives the budget (``budget.kimg``, ``batch``, ``eval_points``), a metric without a row at one of the
 budget's evaluation points (``suite.run.schedule.evaluation_points``) or stats that stop before the budget's
 last processed example.
+
+One view of a run folder, :class:`RunRecord`, serves every reader: its run.json, config.yaml, run spec,
+evaluation rows, stats, sampler log and sampler label, each read once and only when asked for.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -50,6 +53,9 @@ from suite.records import (
     scan_jsonl,
 )
 from suite.run.schedule import evaluation_points
+
+if TYPE_CHECKING:
+    from suite.run.spec import RunSpec
 
 RUN_FILES = ("run.json", "records.jsonl", "slurm.json")
 RUN_COLUMNS = ("run_dir", "origin", "status", "sampler_name", "total_kimg", "records_incomplete")
@@ -66,7 +72,7 @@ def base_name(label: str) -> str:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One run directory under a results root, read lazily."""
+    """One run directory under a results root, read lazily (each file once)."""
 
     path: Path
     origin: str
@@ -83,6 +89,13 @@ class RunRecord:
         if not path.is_file():
             return {}
         return OmegaConf.to_container(OmegaConf.load(path), resolve=True)  # type: ignore[return-value]
+
+    @functools.cached_property
+    def spec(self) -> RunSpec | None:
+        """The run's spec, read from its config.yaml (None for a run folder without one)."""
+        from suite.run.spec import run_spec  # composes with Hydra, which the tables and status never need
+
+        return run_spec(OmegaConf.create(self.config)) if self.config else None
 
     @property
     def comparison(self) -> Path:
@@ -109,6 +122,11 @@ class RunRecord:
     def sampler_name(self) -> str:
         """Registered sampler name."""
         return str(self.info.get("sampler_name") or base_name(self.label))
+
+    @property
+    def seed(self) -> int:
+        """Training seed (0 when run.json does not say)."""
+        return int(self.info.get("seed", 0))
 
     @functools.cached_property
     def _records(self) -> JsonlContent | LinkedRunFile:
@@ -155,10 +173,26 @@ class RunRecord:
                 reasons.append(f"stats stop at kimg {reached / 1000:g} of {total / 1000:g}")
         return "; ".join(reasons)
 
+    @functools.cached_property
+    def _sampler_log(self) -> JsonlContent | LinkedRunFile:
+        return _scan(self.path / "sampler.jsonl")
+
     def sampler_log(self) -> list[dict[str, Any]]:
-        """The sampler's density log ([] for a linked sampler.jsonl, which is reported)."""
-        content = _scan(self.path / "sampler.jsonl")
-        return [] if isinstance(content, LinkedRunFile) else content.rows
+        """The sampler's density log (read once; [] for a linked sampler.jsonl, which is reported)."""
+        return [] if isinstance(self._sampler_log, LinkedRunFile) else self._sampler_log.rows
+
+    @property
+    def adapted(self) -> bool:
+        """Whether the sampler log holds a density rebuilt from observed losses (adaptive samplers)."""
+        return any("cdf_change" in r for r in self.sampler_log())
+
+    def profiles(self) -> list[dict[str, Any]]:
+        """InfoNoise's logged profiles {u, m_hat, rho, pi} with the kimg of their rebuild."""
+        return [
+            r["profile"] | {"kimg": r["kimg"], "gate_c": r.get("gate_c")}
+            for r in self.sampler_log()
+            if "profile" in r
+        ]
 
 
 def _scan(path: Path) -> JsonlContent | LinkedRunFile:

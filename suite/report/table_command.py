@@ -18,12 +18,9 @@ import pandas as pd
 
 from suite.names import unknown_name
 from suite.report.results import RunRecord, evidence_origins
-from suite.report.statistics import statistics_caption, statistics_table
+from suite.report.statistics import statistics_caption
 from suite.report.summary import render_summary, summary_blocks
 from suite.report.table import (
-    NO_TARGET,
-    comparison_caption,
-    comparison_table,
     finished,
     floor_caption,
     guidance_note,
@@ -31,11 +28,10 @@ from suite.report.table import (
     load_published,
     load_records,
     parse_targets,
-    render,
     target_caption,
-    time_to_target_table,
 )
 from suite.report.table_long import LONG_FORMATS, long_table, render_long
+from suite.report.three_tables import render_tables
 
 SUMMARY_CAPTION = (
     "Each block: the final quality of each sampler with its 95% confidence interval over seeds, its "
@@ -122,13 +118,8 @@ def print_tables(
         print(render_long(long_table(df, budget, load_published(results)), fmt), end="")
         print(incomplete_note(df, "csv"), end="", file=sys.stderr)
         return ok
-    caption = comparison_caption(df, budget) + floor_caption(df, budget)
-    print(render(comparison_table(df, budget, load_published(results)), fmt, caption))
-    caption = target_caption(targets, declared)
-    print(render(time_to_target_table(df, budget, targets, declared), fmt, caption, NO_TARGET))
-    statistics = statistics_table(df, budget, targets, declared)
-    scales = statistics["scale"].tolist() if not statistics.empty else []
-    print(render(statistics, fmt, statistics_caption(declared, scales)))
+    for text in render_tables(df, fmt, budget, load_published(results), targets, declared):
+        print(text)
     print(incomplete_note(df, fmt), end="")
     print(budget_notes(df, budget, fmt), end="")
     return ok

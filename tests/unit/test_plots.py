@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import math
 from pathlib import Path
 
@@ -18,7 +17,9 @@ from suite.report.plots import (
     discover_runs,
     effective_allocation,
     figure_target,
+    final_allocation,
     plot_alignment,
+    plot_results,
     plot_sampler_densities,
     quality_figure,
     registered_densities,
@@ -26,6 +27,9 @@ from suite.report.plots import (
 )
 from suite.report.profile import PosthocProfile, empirical_profile, saved_profile, write_posthoc
 from suite.report.report import config_overrides, hydra_value, reproduce_command, write_report
+from suite.report.table import load_published, load_records
+from suite.report.table_command import print_tables
+from suite.report.three_tables import render_tables
 from tests.plugins.mog2d import CONF as MOG2D_CONF
 from tests.plugins.mog2d import MixtureOfGaussians
 from tests.unit.test_table import final_protocol_run, rescore, write_run
@@ -168,12 +172,10 @@ def test_effective_allocation_is_normalised_pi_times_w():
 
 
 def test_plot_main_writes_png_and_pdf_from_the_saved_profile_without_data(results: Path, capsys):
-    import suite.report.plots
-
     task_cfg = config({})["task"]
     sigma = np.geomspace(0.002, 80.0, 41)
     write_posthoc(results / "profiles", task_cfg, tiny_profile(task_cfg, sigma), "tiny")
-    assert suite.report.plots.main(argparse.Namespace(results=str(results))) == 0
+    assert plot_results(str(results)) == 0
     written = [Path(line.removeprefix("wrote ")) for line in capsys.readouterr().out.splitlines()]
     names = {p.name for p in written}
     stem = "fashion-smoke-aaaa000000"
@@ -189,8 +191,8 @@ def test_kg_importance_corrected_allocation_is_the_base_priors(results: Path):
     runs = next(iter(discover_runs(results).values()))
     kg = next(r for r in runs if r.label == "kg")
     edm = next(r for r in runs if r.label == "edm")
-    u_kg, phi_kg = kg.final_allocation()
-    u_edm, phi_edm = edm.final_allocation()
+    u_kg, phi_kg = final_allocation(kg)
+    u_edm, phi_edm = final_allocation(edm)
     assert np.allclose(phi_kg, phi_edm, rtol=1e-6, atol=1e-9)
 
 
@@ -228,8 +230,6 @@ def test_both_kg_readings_are_drawn_with_their_own_labels():
 
 
 def test_figure_target_falls_back_to_every_fixed_sampler(tmp_path: Path):
-    from suite.report.table import load_records
-
     write_run(tmp_path, "dna", "laplace", 0, [(1.0, 9.0), (2.0, 4.0)], metric="sei-fid")
     write_run(tmp_path, "dna", "infonoise", 0, [(1.0, 5.0), (2.0, 3.0)], metric="sei-fid")
     target, which = figure_target(load_records(tmp_path))
@@ -262,7 +262,7 @@ def test_reproduce_command_lists_only_differing_keys():
     assert sorted(config_overrides(cfg)) == ["budget.kimg=1.28", "sampler.p_mean=0.0"]
 
 
-def test_report_links_figures_and_commands(results: Path):
+def test_report_links_figures_and_commands_and_shows_the_tables_suite_table_prints(results: Path, capsys):
     for run in results.rglob("config.yaml"):  # real, composable configs for the command reconstruction
         from omegaconf import OmegaConf
 
@@ -283,14 +283,17 @@ def test_report_links_figures_and_commands(results: Path):
     # 8 over that.
     crossing = 4 * 2 ** (math.log(10.5 / 14) / math.log(6 / 14))
     assert f"{8 / crossing:.2f}×" in text
+    capsys.readouterr()
+    assert print_tables(str(results), fmt="md") == 0
+    printed = capsys.readouterr().out
+    tables = render_tables(load_records(results), "md", published=load_published(results))
+    assert len(tables) == 3 and all(table in printed and table in text for table in tables)
 
 
 def test_reproduce_command_for_seeds(results: Path):
-    from suite.config import compose_run, to_dict
-
+    for config_file in results.glob("runs/*/edm/seed*/config.yaml"):
+        config_file.write_text(OmegaConf.to_yaml(compose_run("fashion", "edm", "smoke")))
     runs = [r for r in next(iter(discover_runs(results).values())) if r.label == "edm"]
-    for run in runs:
-        run.cfg = to_dict(compose_run("fashion", "edm", "smoke"))
     assert reproduce_command(runs, "results") == (
         "suite run --task fashion --sampler edm --budget smoke --seeds 2 --results results"
     )
@@ -340,24 +343,20 @@ def test_each_sampler_keeps_its_colour_whichever_others_a_figure_draws():
 
 
 def test_plot_draws_the_users_runs_and_brings_in_committed_evidence_only_with_all(tmp_path: Path, capsys):
-    import suite.report.plots
-
     write_run(tmp_path, "bfashion", "edm", 0, [(1.0, 9.0), (2.0, 4.0)], budget="demo")
     write_run(tmp_path, "bfashion", "edm", 0, [(1.0, 8.0), (2.0, 3.0)], origin="cpu-smoke")
     (tmp_path / "cpu-smoke" / "EVIDENCE").write_text("committed\n")
-    assert suite.report.plots.main(argparse.Namespace(results=str(tmp_path), all=False)) == 0
+    assert plot_results(str(tmp_path)) == 0
     out = capsys.readouterr().out.splitlines()
     names = {Path(line.removeprefix("wrote ")).name for line in out if line.startswith("wrote ")}
     assert names == {"bfashion-demo-aaaa000000_quality-fid.png", "bfashion-demo-aaaa000000_quality-fid.pdf"}
     assert out[-1] == f"Left out: committed evidence {tmp_path / 'cpu-smoke'}; `suite plot --all` adds it."
-    assert suite.report.plots.main(argparse.Namespace(results=str(tmp_path), all=True)) == 0
+    assert plot_results(str(tmp_path), everything=True) == 0
     out = capsys.readouterr().out
     assert "cpu-smoke_bfashion-smoke-aaaa000000_quality-fid.png" in out and "Left out" not in out
 
 
 def test_the_final_protocol_point_is_drawn_apart_from_the_curve_and_named_in_the_legend(tmp_path: Path):
-    from suite.report.table import load_records
-
     final_protocol_run(tmp_path, "edm", 0, [30.0, 20.0, 10.0], 4.0)
     final_protocol_run(tmp_path, "infonoise", 0, [24.0, 13.0, 5.0], 3.0)
     ax = quality_figure(load_records(tmp_path), "cifar10 · paper").axes[0]
