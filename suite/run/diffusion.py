@@ -39,12 +39,16 @@ class EDMDenoiser(nn.Module):
         """D(x; σ) for x of shape [N, ...] and σ of shape [N] (a single σ broadcasts to the batch); the
         conditioning mapping ``cond`` reaches the raw network as keyword arguments."""
         x = x.to(torch.float32)
-        sigma = sigma.to(device=x.device, dtype=torch.float32).reshape(-1).broadcast_to(x.shape[:1])
-        s = sigma.reshape(-1, *([1] * (x.ndim - 1)))
+        s = sigma.to(device=x.device, dtype=torch.float32).reshape(-1).broadcast_to(x.shape[:1])
         sd2 = self.sigma_data**2
         c_skip = sd2 / (s**2 + sd2)
         c_out = s * self.sigma_data / (s**2 + sd2).sqrt()
         c_in = 1 / (s**2 + sd2).sqrt()
-        c_noise = sigma.log() / 4
-        f_x = self.net(c_in * x, c_noise, **cond)
-        return c_skip * x + c_out * f_x.to(torch.float32)
+        f_x = self.net(per_example(c_in, x), s.log() / 4, **cond)
+        return per_example(c_skip, x) + per_example(c_out, f_x.to(torch.float32))
+
+
+def per_example(c: Tensor, x: Tensor) -> Tensor:
+    """c[i]·x[i] for c of shape [N] and x of shape [N, ...], whatever shape an example has: the batch axis is
+    moved last, where c broadcasts, and back, so the product keeps x's memory layout."""
+    return (x.movedim(0, -1) * c).movedim(-1, 0)

@@ -27,8 +27,8 @@ def karras_sigmas(steps: int, sigma_min: float, sigma_max: float, rho: float = 7
 
 
 def _check_grid(sigmas: Tensor) -> list[float]:
-    levels = sigmas.tolist()
-    if sigmas.ndim != 1 or len(levels) < 2 or levels[-1] != 0 or min(levels[:-1]) <= 0:
+    levels = sigmas.reshape(-1).tolist()
+    if sigmas.shape != (len(levels),) or len(levels) < 2 or levels[-1] != 0 or min(levels[:-1]) <= 0:
         raise ValueError("sigmas must be a 1-D grid of positive levels followed by a final 0")
     return levels
 

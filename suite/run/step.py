@@ -183,8 +183,9 @@ def zero_nonfinite_(grads: list[Tensor]) -> None:
     than the cleaning itself): concatenated into one flat buffer, cleaned there, copied back at once."""
     if not grads:
         return
-    # each gradient in its memory order (autograd lays them out densely, as their parameters): 1-D views
-    views = [g.permute(sorted(range(g.ndim), key=lambda d: -g.stride(d))).view(-1) for g in grads]
+    # autograd lays each gradient out densely (as its parameter, or contiguous): its numel elements fill one
+    # run of its storage from its offset, so a unit-stride view of that run sees them in memory order
+    views = [g.as_strided((g.numel(),), (1,)) for g in grads]
     flat = torch.cat(views)
     torch.nan_to_num_(flat, nan=0.0, posinf=0.0, neginf=0.0)
     torch._foreach_copy_(views, list(flat.split([v.numel() for v in views])))
