@@ -3,9 +3,10 @@
 Every run is scored on the same draws (common random numbers, ``infonoise_modalities.points.metrics``), so
 the error that can pass for a seed effect is that of a difference, not of one value. For seeds 2i and 2i+1 of
 a sampler, at each kimg given, both snapshots are scored on the same draws at every node (the counts the
-first seed's row recorded, its second stage), and the standard error of B̂_a − B̂_b is
-√(Σ_j ω_j² var(e_a − e_b)_j / n_j)/σ_j². Printed beside √2 × the seed standard deviation of the recorded
-values (the spread of a difference of two seeds), as one markdown table:
+first seed's row recorded, its second stage), each with the control-variate slope β its own row recorded,
+and the standard error of B̂_a − B̂_b is √(Σ_j ω_j² (var(r_a − r_b)_j / n_j + (β_a − β_b)_j² se(E c)_j²))/σ_j²
+with r = e − β·c (the known mean E c cancels but for its error). Printed beside √2 × the seed standard
+deviation of the recorded values (the spread of a difference of two seeds), as one markdown table:
 
     python scripts/kl_bound_paired.py RESULTS_COMPARISON_FOLDER SAMPLER KIMG [KIMG ...]
 """
@@ -21,9 +22,10 @@ import numpy as np
 import torch
 
 from infonoise_modalities.points.metrics import CHUNK, KLBound, NodeDraws, quadrature
+from suite.paths import cache_dir
 from suite.records import read_jsonl
-from suite.run.assembly import build_parts, build_task
-from suite.run.evaluation import finished_run, load_snapshot
+from suite.run.assembly import build_task
+from suite.run.evaluation import open_run
 
 
 def recorded(run: Path, nimg: int) -> dict:
@@ -31,22 +33,26 @@ def recorded(run: Path, nimg: int) -> dict:
     return row
 
 
-def errors_of(
+def residuals_of(
     run: Path, nimg: int, draws: NodeDraws | None, counts: list[int]
-) -> tuple[list[torch.Tensor], NodeDraws, np.ndarray, np.ndarray]:
-    """(per-node errors on the common draws, the draws) of ``run``'s snapshot at ``nimg``."""
-    folder, spec, snapshots = finished_run(run, nimg / 1000, "cpu", "only finished runs are compared")
-    task = build_task(spec)
-    model = build_parts(spec, task, torch.device("cpu")).model.eval().requires_grad_(False)
-    model.load_state_dict(load_snapshot(snapshots[nimg])["ema"])
-    metric = next(m for m in task.metrics(torch.device("cpu"), Path(".")) if isinstance(m, KLBound))
+) -> tuple[list[torch.Tensor], list[float], NodeDraws, torch.Tensor, np.ndarray, np.ndarray]:
+    """(per-node e − β·c on the common draws, β, the draws, E c and its error, ω, σ) of ``run``'s snapshot
+    at ``nimg``, with the β its own row recorded."""
+    opened = open_run(run, nimg / 1000, "cpu", "only finished runs are compared")
+    task = build_task(opened.spec)
+    model, _ = opened.network(task, torch.device("cpu"))
+    model.load_state_dict(opened.snapshot(nimg)["ema"])
+    metric = next(m for m in task.metrics(torch.device("cpu"), cache_dir()) if isinstance(m, KLBound))
     sigmas, weights = quadrature(int(metric.options["nodes"]), metric.sigma_min, metric.sigma_max)
+    seed = int(metric.options.get("seed", 0))
     if draws is None:
-        draws = NodeDraws(metric.distribution(), sigmas.tolist(), int(metric.options.get("seed", 0)))
+        draws = NodeDraws(metric.distribution(), sigmas.tolist(), seed)
+    controls = metric.controls(sigmas)
+    beta = recorded(run, nimg)["extra"]["curve"]["beta"]
     pilot = max(1, int(metric.options["samples"]) // 8 // CHUNK)
     with torch.no_grad():
-        errs = [draws.errors(model, j, pilot, n // CHUNK, "cpu") for j, n in enumerate(counts)]
-    return errs, draws, weights, sigmas
+        pairs = [draws.errors(model, j, pilot, n // CHUNK, "cpu") for j, n in enumerate(counts)]
+    return [e - b * c for (e, c), b in zip(pairs, beta, strict=True)], beta, draws, controls, weights, sigmas
 
 
 def main(comparison: str, sampler: str, kimgs: list[float]) -> None:
@@ -60,9 +66,14 @@ def main(comparison: str, sampler: str, kimgs: list[float]) -> None:
         spread = math.sqrt(2) * statistics.stdev(values)
         for a, b in zip(runs[0::2], runs[1::2], strict=False):
             counts = recorded(a, nimg)["extra"]["curve"]["draws"]
-            ea, draws, weights, sigmas = errors_of(a, nimg, None, counts)
-            eb, *_ = errors_of(b, nimg, draws, counts)
-            var = np.array([(x - y).var().item() / len(x) for x, y in zip(ea, eb, strict=True)])
+            ra, beta_a, draws, controls, weights, sigmas = residuals_of(a, nimg, None, counts)
+            rb, beta_b, *_ = residuals_of(b, nimg, draws, counts)
+            var = np.array(
+                [
+                    (x - y).var().item() / len(x) + ((p - q) * m_se) ** 2
+                    for x, y, p, q, m_se in zip(ra, rb, beta_a, beta_b, controls[1].tolist(), strict=True)
+                ]
+            )
             se = math.sqrt(float((weights**2 * var / sigmas**4).sum()))
             print(f"| {kimg:g} | {a.name}–{b.name} | {se:.4f} | {spread:.3f} | {se / spread:.3f} |")
 

@@ -141,7 +141,7 @@ def compose_run(task: str, sampler: str, budget: str, overrides: list[str] | Non
     size = given["budget.size"].value() if "budget.size" in given else base.budget.size
     overrides = _network_overrides(overrides, str(size))
     _check_keys(base, overrides)
-    cfg = _compose(choices + overrides)
+    cfg = _compose(choices + overrides) if overrides else base
     apply_size(cfg, overrides)
     OmegaConf.resolve(cfg)
     return cfg

@@ -20,18 +20,29 @@ bound the probability-flow ODE's distribution, whose gap needs higher-order scor
 matching", ICML); the ODE samples are scored by the two sample metrics below.
 
 Estimator: ``nodes``-point Gauss–Legendre quadrature in u = ln σ on [ln σ_min, ln σ_max] (fixed nodes and
-weights ω_j), B̂ = Σ_j ω_j ê_j with ê_j the mean of e = ‖D_θ − D*‖²/σ_j² over draws (x₀, ε) at σ_j, and
-Monte Carlo standard error √(Σ_j ω_j² ŝ_j²/n_j) (independent draws per node). ``samples`` is the average
-number of draws per node; they are spent in two stages (Neyman allocation, as in stratified sampling:
-n_j ∝ ω_j s_j minimises the variance of Σ_j ω_j ê_j for a fixed total, Cochran, "Sampling Techniques",
-§5.5): a pilot of ``samples``/8 draws per node estimates each s_j, and the remaining 7/8 of the total are
-shared in proportion to ω_j ŝ_j (at least one chunk of 1024 per node). ê_j and its error are taken from the
-second stage alone, so, given the pilot, they are unbiased; on the committed ground-truth runs this
-allocation has 0.41–0.48 of the variance of equal draws per node. Draws come in chunks of 1024 from a
-generator seeded by (``seed``, node, chunk): the same draws at every evaluation and for every run (common
-random numbers), so D* is computed once per process and kept with x₀ + σε (x rounded to float32, what the
-network sees, and D* evaluated at that rounded point in float64). The per-σ curve (σ_j, E‖D_θ − D*‖², its
-standard error, n_j) is recorded in the row's ``curve``.
+weights ω_j), B̂ = Σ_j ω_j ê_j/σ_j² with ê_j an estimate of E e, e = ‖D_θ − D*‖², over draws (x₀, ε) at
+σ_j, and Monte Carlo standard error √(Σ_j ω_j² se(ê_j)²/σ_j⁴) (independent draws per node).
+
+ê_j is a control-variate mean (Owen, "Monte Carlo theory, methods and examples", 2013, §8.9): with
+c = ‖x − D*(x)‖², whose mean is known, E c = σ²d − MMSE(σ) (x − D* = E[σε | x], so E‖x − D*‖² is the
+variance of σε less its posterior variance), ê_j = mean(e − β_j (c − E c)). A denoiser far from D* errs
+much as the identity does (D_θ ≈ x at small σ early in training), so e and c move together: on the
+committed ground-truth runs the residual keeps 0.5–2 % of e's variance at the small-σ nodes that decide the
+bound at 0.4 kimg and 5–50 % at 32 kimg. E c comes from the posterior variance, E c = σ²d − E tr Cov(x₀ | x),
+averaged over ``control_samples`` draws per node of its own (seeded apart from the draws of e): a smooth,
+nearly constant integrand (exact for Gaussian data), whose error se(E c) enters the recorded error as
+β_j² se(E c)².
+
+``samples`` is the average number of draws per node; they are spent in two stages (Neyman allocation, as
+in stratified sampling: n_j ∝ ω_j s_j/σ_j² minimises the variance of B̂ for a fixed total, Cochran,
+"Sampling Techniques", §5.5): a pilot of ``samples``/8 draws per node estimates β_j (the regression slope
+of e on c) and the residual's spread s_j, and the remaining 7/8 of the total are shared in proportion to
+ω_j s_j/σ_j² (at least one chunk of 1024 per node). ê_j and its error are taken from the second stage alone,
+so, given the pilot, they are unbiased. Draws come in chunks of 1024 from a generator seeded by (``seed``,
+node, chunk): the same draws at every evaluation and for every run (common random numbers), so D* is
+computed once per process and kept with x₀ + σε (x rounded to float32, what the network sees, and D*
+evaluated at that rounded point in float64). The per-σ curve (σ_j, E‖D_θ − D*‖², its standard error, n_j,
+β_j) is recorded in the row's ``curve``.
 
 ``fd-exact``: the Fréchet distance between the Gaussian fitted to the generated points and the exact mean
 and covariance of the data (``distributions.moments``): ‖μ_g − μ‖² + tr Σ_g + tr Σ − 2 tr((Σ_gΣ)^½),
@@ -58,7 +69,7 @@ from __future__ import annotations
 import copy
 import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,11 +93,26 @@ class ExactMetric(Metric):
         super().__init__(options, device, cache_dir)
         self.data: AnalyticData | None = None
         self.sigma_min = self.sigma_max = math.nan
+        self._cache: dict[Path, Tensor] = {}
 
     def bind(self, data: AnalyticData, sigma_min: float, sigma_max: float) -> ExactMetric:
         """Score against ``data`` on [σ_min, σ_max]."""
         self.data, self.sigma_min, self.sigma_max = data, float(sigma_min), float(sigma_max)
         return self
+
+    def cached(self, name: str, key: tuple[Tensor | str, ...], compute: Callable[[], Tensor]) -> Tensor:
+        """``compute()``, kept in the suite's cache folder under ``name`` and the content fingerprint of the
+        tensors and texts of ``key`` (every run of a study asks for the same tensor), and in this process."""
+        path = self.cache_dir / name / f"{content_fingerprint(*key)}.pt"
+        if path not in self._cache:
+            if path.is_file():
+                self._cache[path] = torch.load(path, weights_only=True)
+            else:
+                self._cache[path] = compute()
+                buffer = io.BytesIO()
+                torch.save(self._cache[path], buffer)
+                write_atomic(path, buffer.getvalue())
+        return self._cache[path]
 
     def distribution(self) -> AnalyticData:
         if self.data is None:
@@ -105,32 +131,61 @@ CHUNK = 1024
 
 
 class NodeDraws:
-    """x = x₀ + σ_j ε (float32) and D*(x) (float64) for chunk c of node j, drawn once from a generator
-    seeded by (seed, j, c) and kept: the common random numbers of every evaluation of a process."""
+    """x = x₀ + σ_j ε (float32), D*(x) and c = ‖x − D*(x)‖² (float64) for chunk c of node j, drawn once
+    from a generator seeded by (seed, j, c) and kept: the common random numbers of every evaluation of a
+    process."""
 
     def __init__(self, data: AnalyticData, sigmas: Sequence[float], seed: int) -> None:
         self.data, self.sigmas, self.seed = data, list(sigmas), int(seed)
-        self._chunks: dict[tuple[int, int], tuple[Tensor, Tensor]] = {}
+        self._chunks: dict[tuple[int, int], tuple[Tensor, Tensor, Tensor]] = {}
 
-    def chunk(self, node: int, index: int) -> tuple[Tensor, Tensor]:
+    def chunk(self, node: int, index: int) -> tuple[Tensor, Tensor, Tensor]:
         key = (node, index)
         if key not in self._chunks:
-            entropy = np.random.SeedSequence([self.seed, node, index]).generate_state(2, np.uint32)
-            gen = torch.Generator().manual_seed(int(entropy[0]) << 32 | int(entropy[1]))
+            gen = _generator(self.seed, node, index)
             sigma = self.sigmas[node]
             x0 = self.data.sample(CHUNK, gen)
             x = (x0 + sigma * torch.randn(x0.shape, generator=gen, dtype=torch.float64)).float()
-            level = torch.full((CHUNK,), sigma, dtype=torch.float64)
-            self._chunks[key] = (x, self.data.posterior_mean(x.double(), level))
+            best = self.data.posterior_mean(x.double(), torch.full((CHUNK,), sigma, dtype=torch.float64))
+            self._chunks[key] = (x, best, (x.double() - best).square().sum(1))
         return self._chunks[key]
 
-    def errors(self, model: Any, node: int, first: int, count: int, device: torch.device | str) -> Tensor:
-        """e = ‖D_θ − D*‖² of chunks [first, first + count) of ``node``, in float64."""
-        x = torch.cat([self.chunk(node, c)[0] for c in range(first, first + count)])
-        best = torch.cat([self.chunk(node, c)[1] for c in range(first, first + count)])
+    def errors(
+        self, model: Any, node: int, first: int, count: int, device: torch.device | str
+    ) -> tuple[Tensor, Tensor]:
+        """e = ‖D_θ − D*‖² and the control c = ‖x − D*‖² of chunks [first, first + count) of ``node``, in
+        float64."""
+        chunks = [self.chunk(node, c) for c in range(first, first + count)]
+        x, best, control = (torch.cat(part) for part in zip(*chunks, strict=True))
         level = torch.full((len(x),), self.sigmas[node], dtype=torch.float32, device=device)
         got = model(x.to(device), level)
-        return (got.to("cpu", torch.float64).reshape(len(x), -1) - best).square().sum(1)
+        return (got.to("cpu", torch.float64).reshape(len(x), -1) - best).square().sum(1), control
+
+
+def _generator(*entropy: int) -> torch.Generator:
+    state = np.random.SeedSequence(list(entropy)).generate_state(2, np.uint32)
+    return torch.Generator().manual_seed(int(state[0]) << 32 | int(state[1]))
+
+
+def control_means(data: AnalyticData, sigmas: Sequence[float], seed: int, samples: int) -> Tensor:
+    """E‖x − D*(x)‖² = σ²d − E tr Cov(x₀ | x) at each σ and its standard error, as a [2, nodes] tensor: the
+    posterior variance averaged over ``samples`` draws per node, from generators seeded by (seed, node,
+    chunk, 1), apart from the draws of :class:`NodeDraws`."""
+    posterior_variance = getattr(data, "posterior_variance", None)
+    if posterior_variance is None:
+        raise ValueError(f"kl-bound needs the data's posterior variance; {type(data).__name__} has none")
+    out = torch.zeros(2, len(sigmas), dtype=torch.float64)
+    for node, sigma in enumerate(sigmas):
+        values = []
+        for index in range(max(1, samples // CHUNK)):
+            gen = _generator(seed, node, index, 1)
+            x0 = data.sample(CHUNK, gen)
+            x = x0 + sigma * torch.randn(x0.shape, generator=gen, dtype=torch.float64)
+            values.append(posterior_variance(x, torch.full((CHUNK,), sigma, dtype=torch.float64)))
+        trace = torch.cat(values)
+        out[0, node] = sigma**2 * data.dim - trace.mean()
+        out[1, node] = trace.std() / math.sqrt(len(trace))
+    return out
 
 
 @METRICS.register("kl-bound")
@@ -154,9 +209,22 @@ class KLBound(ExactMetric):
         sigmas, weights = quadrature(nodes, self.sigma_min, self.sigma_max)
         if samples < 8 * CHUNK:
             raise ValueError(f"kl-bound needs samples >= {8 * CHUNK} draws per node; got samples={samples}")
+        seed = int(self.options.get("seed", 0))
         if self._draws is None:
-            self._draws = NodeDraws(self.distribution(), sigmas.tolist(), int(self.options.get("seed", 0)))
-        return kl_bound(inputs.model, self._draws, weights, samples, self.device)
+            self._draws = NodeDraws(self.distribution(), sigmas.tolist(), seed)
+        return kl_bound(inputs.model, self._draws, weights, samples, self.controls(sigmas), self.device)
+
+    def controls(self, sigmas: np.ndarray) -> Tensor:
+        """E c at each σ with its error (:func:`control_means`), once per distribution, σ grid, seed and
+        ``control_samples``."""
+        data, seed = self.distribution(), int(self.options.get("seed", 0))
+        control_samples = int(self.options.get("control_samples", 65536))
+        described = tuple(v if isinstance(v, Tensor) else str(v) for v in vars(data).values())
+        return self.cached(
+            "kl-bound-controls",
+            (type(data).__name__, *described, torch.from_numpy(sigmas), str(seed), str(control_samples)),
+            lambda: control_means(data, sigmas.tolist(), seed, control_samples),
+        )
 
 
 def quadrature(nodes: int, sigma_min: float, sigma_max: float) -> tuple[np.ndarray, np.ndarray]:
@@ -172,36 +240,61 @@ def quadrature(nodes: int, sigma_min: float, sigma_max: float) -> tuple[np.ndarr
 
 
 def kl_bound(
-    model: Any, draws: NodeDraws, weights: np.ndarray, samples: int, device: torch.device | str = "cpu"
+    model: Any,
+    draws: NodeDraws,
+    weights: np.ndarray,
+    samples: int,
+    controls: Tensor,
+    device: torch.device | str = "cpu",
 ) -> dict[str, Any]:
     """B̂ of ``model`` (a denoiser ``model(x, σ)``) with its error and curve, from ``samples`` draws per
-    node on average: a pilot, then the Neyman share of the rest (module docstring)."""
+    node on average (a pilot, then the Neyman share of the rest) and the control c = ‖x − D*‖² of known mean
+    ``controls[0]`` (standard error ``controls[1]``, :func:`control_means`; module docstring)."""
     nodes = len(weights)
     sig = np.asarray(draws.sigmas)
     pilot = max(1, samples // 8 // CHUNK)
     with torch.no_grad():
-        spread = np.array([draws.errors(model, j, 0, pilot, device).std().item() for j in range(nodes)])
+        pilots = [draws.errors(model, j, 0, pilot, device) for j in range(nodes)]
+        beta = [slope(e, c) for e, c in pilots]
+        spread = np.array([(e - b * c).std().item() for (e, c), b in zip(pilots, beta, strict=True)])
         share = weights * spread / sig**2
         rest = nodes * samples // CHUNK - nodes * pilot
         total = share.sum()
         counts = [max(1, round(rest * a / total)) if total > 0 else rest // nodes for a in share]
-        errors = [draws.errors(model, j, pilot, counts[j], device) for j in range(nodes)]
-    excess = np.array([e.mean().item() for e in errors])
-    excess_se = np.array([e.std().item() / math.sqrt(len(e)) for e in errors])
+        second = [draws.errors(model, j, pilot, counts[j], device) for j in range(nodes)]
+    known, known_se = controls[0].tolist(), controls[1].tolist()
+    residuals = [e - b * (c - m) for (e, c), b, m in zip(second, beta, known, strict=True)]
+    excess = np.array([r.mean().item() for r in residuals])
+    excess_se = np.array(
+        [
+            math.sqrt(r.var().item() / len(r) + (b * m_se) ** 2)
+            for r, b, m_se in zip(residuals, beta, known_se, strict=True)
+        ]
+    )
     return {
         "value": float((weights * excess / sig**2).sum()),
         "mc_se": float(math.sqrt(((weights * excess_se / sig**2) ** 2).sum())),
         "quadrature": (
             f"Gauss-Legendre in ln sigma, {nodes} nodes, {samples} draws per node on average "
-            f"(pilot {pilot * CHUNK}, then Neyman allocation), seed {draws.seed}"
+            f"(pilot {pilot * CHUNK}, then Neyman allocation), control variate ||x - D*||^2 of known mean, "
+            f"seed {draws.seed}"
         ),
         "curve": {
             "sigma": sig.tolist(),
             "excess": excess.tolist(),
             "excess_se": excess_se.tolist(),
-            "draws": [len(e) for e in errors],
+            "draws": [len(r) for r in residuals],
+            "beta": beta,
         },
     }
+
+
+def slope(e: Tensor, c: Tensor) -> float:
+    """The least-squares slope of e on c (0 where c does not vary)."""
+    spread = c.var().item()
+    if spread <= 0:
+        return 0.0
+    return float(((e - e.mean()) * (c - c.mean())).sum().item() / (len(c) - 1) / spread)
 
 
 @METRICS.register("fd-exact")
@@ -266,10 +359,6 @@ class SlicedW2(ExactMetric):
 class LearnedDensityTV(ExactMetric):
     """TV distance between the run's π and its exact target (module docstring)."""
 
-    def __init__(self, options: Mapping[str, Any], device: torch.device, cache_dir: Path) -> None:
-        super().__init__(options, device, cache_dir)
-        self._mmse: dict[str, Tensor] = {}
-
     @property
     def spec(self) -> MetricSpec:
         return MetricSpec("pi-tv", higher_is_better=False, label="TV(π, exact target π*) in ln σ")
@@ -281,17 +370,8 @@ class LearnedDensityTV(ExactMetric):
         if not isinstance(data, IsotropicMixture):
             raise ValueError("pi-tv needs an isotropic Gaussian mixture's MMSE")
         n_mc = int(self.options.get("mmse_samples", 4096))
-        key = content_fingerprint(data.means, data.stds, data.weights, sigma.cpu(), str(n_mc))
-        if key not in self._mmse:
-            path = self.cache_dir / "exact-mmse" / f"{key}.pt"
-            if path.is_file():
-                self._mmse[key] = torch.load(path, weights_only=True)
-            else:
-                self._mmse[key] = exact_mmse(data, sigma, n_mc)
-                buffer = io.BytesIO()
-                torch.save(self._mmse[key], buffer)
-                write_atomic(path, buffer.getvalue())
-        return self._mmse[key]
+        key = (data.means, data.stds, data.weights, sigma.cpu(), str(n_mc))
+        return self.cached("exact-mmse", key, lambda: exact_mmse(data, sigma, n_mc))
 
     def target(self, sampler: NoiseSampler) -> tuple[Any, str]:
         """π*'s density and which estimator built it."""

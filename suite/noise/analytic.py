@@ -47,6 +47,10 @@ class GaussianData(AnalyticData):
     def posterior_mean(self, x: Tensor, sigma: Tensor) -> Tensor:
         return (self.variance / (self.variance + sigma**2))[:, None] * x
 
+    def posterior_variance(self, x: Tensor, sigma: Tensor) -> Tensor:
+        """tr Cov(x₀ | x) = d·vσ²/(v + σ²) per row, whatever x."""
+        return (self.dim * self.variance * sigma**2 / (self.variance + sigma**2)).expand(len(x))
+
 
 class GaussianMixtureData(AnalyticData):
     """x₀ ~ Σ_k w_k N(μ_k, s_k²·I): per component the posterior is Gaussian with mean
