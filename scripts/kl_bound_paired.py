@@ -3,9 +3,10 @@
 Every run is scored on the same draws (common random numbers, ``infonoise_modalities.points.metrics``), so
 the error that can pass for a seed effect is that of a difference, not of one value. For seeds 2i and 2i+1 of
 a sampler, at each kimg given, both snapshots are scored on the same draws at every node (the counts the
-first seed's row recorded, its second stage), each with the control-variate slope β its own row recorded,
-and the standard error of B̂_a − B̂_b is √(Σ_j ω_j² (var(r_a − r_b)_j / n_j + (β_a − β_b)_j² se(E c)_j²))/σ_j²
-with r = e − β·c (the known mean E c cancels but for its error). Printed beside √2 × the seed standard
+first seed's row recorded, its second stage), each with the control-variate coefficients β its own row
+recorded, and the standard error of B̂_a − B̂_b is
+√(Σ_j ω_j² (var(r_a − r_b)_j/n_j + ‖(β_a − β_b)_j ∘ se(E c)_j‖²)/σ_j⁴) with r = e − βᵀc (the known means
+E c cancel but for their error). Printed beside √2 × the seed standard
 deviation of the recorded values (the spread of a difference of two seeds), as one markdown table:
 
     python scripts/kl_bound_paired.py RESULTS_COMPARISON_FOLDER SAMPLER KIMG [KIMG ...]
@@ -35,7 +36,7 @@ def recorded(run: Path, nimg: int) -> dict:
 
 def residuals_of(
     run: Path, nimg: int, draws: NodeDraws | None, counts: list[int]
-) -> tuple[list[torch.Tensor], list[float], NodeDraws, torch.Tensor, np.ndarray, np.ndarray]:
+) -> tuple[list[torch.Tensor], list[list[float]], NodeDraws, torch.Tensor, np.ndarray, np.ndarray]:
     """(per-node e − β·c on the common draws, β, the draws, E c and its error, ω, σ) of ``run``'s snapshot
     at ``nimg``, with the β its own row recorded."""
     opened = open_run(run, nimg / 1000, "cpu", "only finished runs are compared")
@@ -52,7 +53,8 @@ def residuals_of(
     pilot = max(1, int(metric.options["samples"]) // 8 // CHUNK)
     with torch.no_grad():
         pairs = [draws.errors(model, j, pilot, n // CHUNK, "cpu") for j, n in enumerate(counts)]
-    return [e - b * c for (e, c), b in zip(pairs, beta, strict=True)], beta, draws, controls, weights, sigmas
+    residuals = [e - c @ torch.tensor(b, dtype=torch.float64) for (e, c), b in zip(pairs, beta, strict=True)]
+    return residuals, beta, draws, controls, weights, sigmas
 
 
 def main(comparison: str, sampler: str, kimgs: list[float]) -> None:
@@ -70,8 +72,9 @@ def main(comparison: str, sampler: str, kimgs: list[float]) -> None:
             rb, beta_b, *_ = residuals_of(b, nimg, draws, counts)
             var = np.array(
                 [
-                    (x - y).var().item() / len(x) + ((p - q) * m_se) ** 2
-                    for x, y, p, q, m_se in zip(ra, rb, beta_a, beta_b, controls[1].tolist(), strict=True)
+                    (x - y).var().item() / len(x)
+                    + float(((torch.tensor(p) - torch.tensor(q)) * m_se).square().sum())
+                    for x, y, p, q, m_se in zip(ra, rb, beta_a, beta_b, controls[1], strict=True)
                 ]
             )
             se = math.sqrt(float((weights**2 * var / sigmas**4).sum()))

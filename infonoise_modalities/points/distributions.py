@@ -32,7 +32,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from suite.noise.analytic import GaussianMixtureData
+from suite.noise.analytic import AnalyticData, GaussianData, GaussianMixtureData
 from suite.noise.information import isotropic_mixture_mmse_2d
 
 KINDS = ("ring", "two-scale")
@@ -64,7 +64,7 @@ class IsotropicMixture(GaussianMixtureData):
             + shrink.square() * x.square().sum(1, keepdim=True)
         )
         within = self.dim * self.stds[None, :] ** 2 * keep
-        mean = self.posterior_mean(x, sigma)
+        mean = (resp * keep) @ self.means + (resp * shrink).sum(1, keepdim=True) * x  # posterior_mean's
         return (resp * (within + norm)).sum(1) - mean.square().sum(1)
 
 
@@ -116,8 +116,13 @@ def build_distribution(cfg: Mapping[str, Any]) -> IsotropicMixture:
     return data
 
 
-def moments(data: GaussianMixtureData) -> tuple[Tensor, Tensor]:
-    """The exact mean [d] and covariance [d, d] of the mixture (float64)."""
+def moments(data: AnalyticData) -> tuple[Tensor, Tensor]:
+    """The exact mean [d] and covariance [d, d] of a Gaussian or a Gaussian mixture (float64)."""
+    if isinstance(data, GaussianData):
+        eye = torch.eye(data.dim, dtype=torch.float64)
+        return torch.zeros(data.dim, dtype=torch.float64), data.variance * eye
+    if not isinstance(data, GaussianMixtureData):
+        raise ValueError(f"exact moments are known for Gaussian data and mixtures, not {type(data).__name__}")
     w, mu = data.weights, data.means
     mean = w @ mu
     second = (w * data.stds**2).sum() * torch.eye(data.dim, dtype=torch.float64) + (mu.T * w) @ mu

@@ -49,12 +49,13 @@ def closed_form_bound(a: float, v: float, d: int, sigma_min: float, sigma_max: f
     return antiderivative(sigma_max**2) - antiderivative(sigma_min**2)
 
 
-def test_the_kl_bound_of_a_mis_scaled_linear_denoiser_on_gaussian_data_matches_its_closed_form():
-    """Here e = (a − k)²/(1 − k)²·c exactly (k = v/(v + σ²)), so the control variate leaves no Monte Carlo
-    error: what remains is float32's rounding of a·x, a few parts in 10⁸."""
+def test_the_kl_bound_of_a_mis_scaled_linear_denoiser_on_gaussian_data_matches_its_closed_form(tmp_path):
+    """Here e = (a − k)²‖x‖² exactly (k = v/(v + σ²)), and ‖x − μ‖² = ‖x‖² is a control of known mean, so the
+    control variates leave no Monte Carlo error: what remains is float32's rounding of a·x, a few parts in
+    10⁸."""
     v, d, a, lo, hi = 0.5, 16, 0.7, 0.002, 80.0
     assert METRICS.get("kl-bound") is point_metrics.KLBound  # registered by the point modality's import
-    metric = METRICS.get("kl-bound")({"nodes": 16, "samples": 32768, "seed": 3}, CPU, Path("."))
+    metric = METRICS.get("kl-bound")({"nodes": 16, "samples": 32768, "seed": 3}, CPU, tmp_path)
     result = metric.bind(GaussianData(v, d), lo, hi)(EvalInputs(None, None, model=Scaled(a)))
     exact = closed_form_bound(a, v, d, lo, hi)
     assert abs(result["value"] - exact) <= 1e-6 * exact
@@ -64,42 +65,42 @@ def test_the_kl_bound_of_a_mis_scaled_linear_denoiser_on_gaussian_data_matches_i
     expected = d * (a - v / (v + sigma**2)) ** 2 * (v + sigma**2)
     excess = torch.tensor(curve["excess"], dtype=torch.float64)
     assert ((excess - expected).abs() <= 1e-6 * expected).all()
-    k = v / (v + sigma**2)
-    beta = torch.tensor(curve["beta"], dtype=torch.float64)
-    assert torch.allclose(beta, (a - k) ** 2 / (1 - k) ** 2, rtol=1e-5)
     # the second stage spends 7/8 of the draws, up to one chunk per node of rounding
     assert abs(sum(curve["draws"]) - 16 * 32768 * 7 // 8) <= 16 * 1024
 
 
 def test_the_recorded_error_of_the_kl_bound_is_the_spread_of_its_value_over_draw_seeds(tmp_path):
-    """A denoiser the control explains only in part (a·x + b·sin 3x on the ring): over 40 draw seeds, the
-    standard deviation of the value matches the recorded error (within the ±22 % that 40 draws allow at
-    two standard errors), and the mean value lies within 4 recorded errors of a 16× larger estimate."""
+    """A denoiser the controls explain only in part (a·x + b·sin 3x on the ring): over 200 draw seeds, the
+    standard deviation of the value matches the recorded error within ±15 % (the spread of a standard
+    deviation of 200 heavy-tailed values; 1.05 measured), and the mean value lies within 4 errors of a 16×
+    larger estimate."""
     data = build_distribution({"kind": "ring", "components": 8, "radius": 1.5, "spread": 0.05})
 
     def denoiser(x: Tensor, sigma: Tensor) -> Tensor:
         return 0.9 * x + 0.1 * torch.sin(3 * x)
 
     def run(seed: int, samples: int) -> dict:
-        options = {"nodes": 4, "samples": samples, "seed": seed, "control_samples": 4096}
+        options = {"nodes": 2, "samples": samples, "seed": seed, "control_samples": 2048}
         metric = METRICS.get("kl-bound")(options, CPU, tmp_path).bind(data, 0.002, 80.0)
         return metric(EvalInputs(None, None, model=denoiser))
 
-    rows = [run(seed, 8192) for seed in range(40)]
+    rows = [run(seed, 8192) for seed in range(200)]
     values = torch.tensor([r["value"] for r in rows], dtype=torch.float64)
     recorded = float(torch.tensor([r["mc_se"] for r in rows]).square().mean().sqrt())
-    assert 0.78 <= float(values.std()) / recorded <= 1.22, (float(values.std()), recorded)
-    precise = run(1000, 16 * 8192)["value"]
-    assert abs(float(values.mean()) - precise) <= 4 * recorded / math.sqrt(40) + 4 * recorded / 4
+    assert 0.85 <= float(values.std()) / recorded <= 1.15, (float(values.std()), recorded)
+    precise = run(1000, 16 * 8192)
+    assert abs(float(values.mean()) - precise["value"]) <= 4 * math.hypot(
+        recorded / math.sqrt(200), precise["mc_se"]
+    )
 
 
-def test_the_kl_bound_of_the_optimal_denoiser_is_zero():
+def test_the_kl_bound_of_the_optimal_denoiser_is_zero(tmp_path):
     data = build_distribution({"kind": "ring", "components": 8, "radius": 1.5, "spread": 0.05})
 
     def optimal(x: Tensor, sigma: Tensor) -> Tensor:
         return data.posterior_mean(x.double(), sigma.double())
 
-    metric = METRICS.get("kl-bound")({"nodes": 8, "samples": 8192}, CPU, Path(".")).bind(data, 0.002, 80.0)
+    metric = METRICS.get("kl-bound")({"nodes": 8, "samples": 8192}, CPU, tmp_path).bind(data, 0.002, 80.0)
     assert metric(EvalInputs(None, None, model=optimal))["value"] < 1e-8
 
 
