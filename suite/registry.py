@@ -149,10 +149,15 @@ class Registry(Generic[T]):
 
 
 PLUGINS_ENV = "SUITE_PLUGINS"
+OWN_PACKAGES = ("tasks", "baselines", "infonoise_modalities")  # this distribution's plugin packages
 
 
 def import_plugins() -> None:
-    """Import the modules named in ``$SUITE_PLUGINS`` (comma list), e.g. extra feature extractors."""
+    """Check that this distribution's plugin packages are its own (``check_own_package``: a shadowing folder
+    is refused before anything heavy is imported), then import the modules named in ``$SUITE_PLUGINS``
+    (comma list), e.g. extra feature extractors."""
+    for name in OWN_PACKAGES:
+        check_own_package(name)
     for name in os.environ.get(PLUGINS_ENV, "").split(","):
         if name.strip():
             importlib.import_module(name.strip())
