@@ -49,7 +49,10 @@ class IsotropicMixture(GaussianMixtureData):
         return torch.softmax(logits, dim=1), self.stds[None, :] ** 2 / var
 
     def posterior_mean(self, x: Tensor, sigma: Tensor) -> Tensor:
-        resp, shrink = self.responsibilities(x, sigma)
+        return self._mean(x, *self.responsibilities(x, sigma))
+
+    def _mean(self, x: Tensor, resp: Tensor, shrink: Tensor) -> Tensor:
+        """m̄ = Σ_k r_k((1 − λ_k)μ_k + λ_k x) from the responsibilities r and shrinkages λ."""
         return (resp * (1 - shrink)) @ self.means + (resp * shrink).sum(1, keepdim=True) * x
 
     def posterior_variance(self, x: Tensor, sigma: Tensor) -> Tensor:
@@ -64,8 +67,7 @@ class IsotropicMixture(GaussianMixtureData):
             + shrink.square() * x.square().sum(1, keepdim=True)
         )
         within = self.dim * self.stds[None, :] ** 2 * keep
-        mean = (resp * keep) @ self.means + (resp * shrink).sum(1, keepdim=True) * x  # posterior_mean's
-        return (resp * (within + norm)).sum(1) - mean.square().sum(1)
+        return (resp * (within + norm)).sum(1) - self._mean(x, resp, shrink).square().sum(1)
 
 
 def ring(components: int, radius: float, spread: float) -> IsotropicMixture:
