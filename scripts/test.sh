@@ -36,11 +36,14 @@ bash scripts/install.sh
 reports=$(mktemp -d)
 trap 'rm -rf "$reports"' EXIT
 
-# pytest on tests/$1 with the remaining arguments; its JUnit report goes to $reports/$1.xml.
+# pytest on tests/$1 with the remaining arguments; its JUnit report goes to $reports/$1.xml. The tiers run
+# on one pytest-xdist worker per core (pyproject's addopts), the gpu tier in one process: one device.
 pytest_tier() {
   local tier=$1
   shift
-  .venv/bin/pytest -q -p no:cacheprovider "tests/$tier" --junitxml="$reports/$tier.xml" "$@"
+  local workers=()
+  [ "$tier" = gpu ] && workers=(-n 0)
+  .venv/bin/pytest -q -p no:cacheprovider "tests/$tier" "${workers[@]}" --junitxml="$reports/$tier.xml" "$@"
 }
 
 # The cluster tier in a subshell: the cluster's environment stays there and its trap takes the cluster down.

@@ -25,6 +25,13 @@ import pytest
 
 from tests.helpers.subprocesses import cluster_script
 
+# Under pytest-xdist the cores are shared among the workers: each worker's torch (and every process it
+# starts) gets its share of intra-op threads, set before anything imports torch.
+if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
+    _cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    _share = max(1, _cores // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(_share)
+
 TESTS = Path(__file__).resolve().parent
 TIERS = ("unit", "integration", "cluster", "gpu")
 
