@@ -738,9 +738,12 @@ STALE_LIMIT_S = 2.0
 
 
 def folder_state(folder: Path) -> dict[str, tuple[bytes, int]]:
-    """Every file and folder under ``folder``: content and modification time (ns)."""
+    """Every file and folder under ``folder``: a file's content and modification time (ns), a folder's
+    name. A folder's own modification time is left out: a process stopped inside ``write_atomic`` wakes
+    with its temporary file already made, and removing it when the guard refuses the rename changes the
+    folder's time but nothing in it."""
     return {
-        str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else b"", p.stat().st_mtime_ns)
+        str(p.relative_to(folder)): (p.read_bytes(), p.stat().st_mtime_ns) if p.is_file() else (b"", 0)
         for p in [folder, *folder.rglob("*")]
     }
 
