@@ -14,10 +14,12 @@ records and which must agree across the runs of a comparison (``suite.launch.run
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import itertools
 import json
+from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -94,10 +96,24 @@ def _check_choice(group: str, name: str, extra: str = "") -> None:
 
 
 def _compose(overrides: list[str]) -> DictConfig:
-    config_dirs()
+    """Hydra's composition of ``overrides``, a fresh copy of the one kept for the same overrides and the
+    same config files (their paths, sizes and modification times): planning a study composes each
+    sampler's config once per seed list, and a table of a study plans it again."""
+    dirs = config_dirs()
+    files = tuple(
+        (str(path), stat.st_mtime_ns, stat.st_size)
+        for folder in dirs
+        for path in sorted(folder.rglob("*.yaml"))
+        for stat in [path.stat()]
+    )
+    return copy.deepcopy(_composed(tuple(overrides), files))
+
+
+@functools.lru_cache(maxsize=256)
+def _composed(overrides: tuple[str, ...], files: tuple[tuple[str, int, int], ...]) -> DictConfig:
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        return compose(config_name="config", overrides=overrides)
+        return compose(config_name="config", overrides=list(overrides))
 
 
 def _check_keys(base: DictConfig, overrides: list[str]) -> None:
@@ -132,6 +148,15 @@ def _network_overrides(overrides: list[str], size: str) -> list[str]:
 
 def compose_run(task: str, sampler: str, budget: str, overrides: list[str] | None = None) -> DictConfig:
     """The resolved config of one run (``overrides`` must not contain sweeps)."""
+    return compose_seeds(task, sampler, budget, overrides)[0]
+
+
+def compose_seeds(
+    task: str, sampler: str, budget: str, overrides: list[str] | None = None, seeds: Sequence[int] = ()
+) -> list[DictConfig]:
+    """The resolved configs of one run per seed in ``seeds`` (or of the one run ``overrides`` give when
+    ``seeds`` is empty), composed once: each is that composition with ``seed`` set, then resolved, as a
+    ``seed=N`` override would give it."""
     for group, name in (("task", task), ("sampler", sampler), ("budget", budget)):
         _check_choice(group, name)
     choices = [f"task={task}", f"sampler={sampler}", f"budget={budget}"]
@@ -141,10 +166,16 @@ def compose_run(task: str, sampler: str, budget: str, overrides: list[str] | Non
     size = given["budget.size"].value() if "budget.size" in given else base.budget.size
     overrides = _network_overrides(overrides, str(size))
     _check_keys(base, overrides)
-    cfg = _compose(choices + overrides) if overrides else base
-    apply_size(cfg, overrides)
-    OmegaConf.resolve(cfg)
-    return cfg
+    composed = _compose(choices + overrides) if overrides else base
+    apply_size(composed, overrides)
+    configs = []
+    for seed in seeds or [None]:
+        cfg = composed if len(seeds) <= 1 else copy.deepcopy(composed)
+        if seed is not None:
+            cfg.seed = seed
+        OmegaConf.resolve(cfg)
+        configs.append(cfg)
+    return configs
 
 
 SIZE_PARTS = ("network", "task", "budget")

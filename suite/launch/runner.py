@@ -63,7 +63,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from suite.config import (
     comparison_config,
-    compose_run,
+    compose_seeds,
     config_hash,
     expand_sweeps,
     group_options,
@@ -188,9 +188,8 @@ def plan_runs(
     runs = []
     for sweep in expand_sweeps(list(overrides or [])):
         for sampler in resolve_samplers(samplers):
-            for seed in seed_list:
-                check(f"while planning {task}")  # a stop request ends a long planning too
-                cfg = compose_run(task, sampler, budget, [*sweep, f"seed={seed}"])
+            check(f"while planning {task}")  # a stop request ends a long planning too
+            for cfg in compose_seeds(task, sampler, budget, sweep, list(seed_list)):
                 cfg.results = str(results)  # a path, not an override: any character may be in it
                 spec = read_spec(cfg)[0]
                 runs.append(PlannedRun(cfg, run_folder(results, spec)))

@@ -42,6 +42,15 @@ def test_sweep_expands_to_labelled_runs(tmp_path):
     assert expand_sweeps(["a=1,2", "b=x"]) == [["a=1", "b=x"], ["a=2", "b=x"]]
 
 
+def test_the_planned_seeds_of_one_composition_are_the_configs_each_seed_override_composes(tmp_path):
+    runs = plan_runs("bfashion", "infonoise", "smoke", [0, 3, 7], tmp_path, ["budget.kimg=0.5"])
+    for run, seed in zip(runs, (0, 3, 7), strict=True):
+        alone = compose_run("bfashion", "infonoise", "smoke", ["budget.kimg=0.5", f"seed={seed}"])
+        alone.results = str(tmp_path)
+        assert run.cfg == alone and config_hash(run.cfg) == config_hash(alone)
+    assert len({config_hash(run.cfg) for run in runs}) == 3
+
+
 def test_all_samplers_share_one_comparison(tmp_path):
     runs = plan_runs("bfashion", "all", "smoke", 1, tmp_path)
     assert sorted(r.cfg.sampler.name for r in runs) == sorted(
