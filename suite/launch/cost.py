@@ -78,13 +78,20 @@ def _forward_backward(parts: Any, batch: Any, device: torch.device) -> None:
     weighted.sum().backward()
 
 
+_FLOPS: dict[str, float] = {}  # comparison hash → FLOPs per example
+
+
 def flops_per_example(spec: RunSpec) -> float:
-    """Forward + backward FLOPs of one training example of the run's network (meta device)."""
-    meta = torch.device("meta")
-    batch = example_batch(spec)
-    with FlopCounterMode(display=False) as counter:
-        _forward_backward(build_parts(spec, meta=True), batch, meta)
-    return float(counter.get_total_flops())
+    """Forward + backward FLOPs of one training example of the run's network (meta device). The runs of a
+    comparison share them (only the sampler and the seed differ, and neither enters the pass), so they are
+    counted once per comparison hash in a process: a study's plan counts each comparison once."""
+    if spec.comparison_hash not in _FLOPS:
+        meta = torch.device("meta")
+        batch = example_batch(spec)
+        with FlopCounterMode(display=False) as counter:
+            _forward_backward(build_parts(spec, meta=True), batch, meta)
+        _FLOPS[spec.comparison_hash] = float(counter.get_total_flops())
+    return _FLOPS[spec.comparison_hash]
 
 
 def planning_rate(gflop_per_example: float, task: str) -> tuple[float, str]:
