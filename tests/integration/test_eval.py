@@ -60,14 +60,17 @@ def test_eval_on_the_infogrid_writes_labelled_rows_beside_the_karras_rows_once(r
     assert [(r["kimg"], r["nfe"]) for r in rescaled] == [(0.384, 5)]
 
 
-def test_eval_names_the_valid_choices_for_a_bad_point_metric_or_grid(run_dir):
+def test_eval_names_the_valid_choices_for_a_bad_point_metric_or_grid(run_dir, capsys):
+    before = (run_dir / "records.jsonl").read_bytes()
     for args, message in (
         (["--kimg", "0.3"], "valid kimg: 0.192, 0.384"),
         (["--metric", "mauve"], "unknown metric 'mauve' for task bfashion; valid metrics: fd-rand-test"),
         (["--grid", "linear"], "unknown solver grid 'linear'; valid grids: karras, infogrid"),
     ):
-        out = suite("eval", str(run_dir), *args)
-        assert out.returncode == 2 and message in out.stderr, out.stderr
+        assert cli.main(["eval", str(run_dir), *args]) == 2
+        err = capsys.readouterr().err
+        assert message in err, err
+    assert (run_dir / "records.jsonl").read_bytes() == before
 
 
 def published(results: Path, capsys) -> tuple[dict[str, str], dict[str, bytes]]:

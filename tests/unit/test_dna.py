@@ -312,15 +312,14 @@ def test_network_ignores_any_null_track_and_sees_real_ones():
 
 def shift_of(window: torch.Tensor, track: torch.Tensor, codes: torch.Tensor, signal: torch.Tensor) -> int:
     """The shift s for which a batch row is the stored flanked window at centre + s (sequence and signal)."""
-    flank = (codes.shape[0] - window.shape[1]) // 2
-    found = [
-        s
-        for s in range(-flank, flank + 1)
-        if torch.equal(dna.one_hot(codes[None, flank + s : flank + s + window.shape[1]])[0], window)
-        and torch.equal(signal[flank + s : flank + s + window.shape[1]].float(), track)
-    ]
+    width = window.shape[1]
+    flank = (codes.shape[0] - width) // 2
+    sequences = dna.one_hot(codes[None])[0].unfold(1, width, 1)  # [4, shifts, width]: every window
+    tracks = signal.float().unfold(0, width, 1)  # [shifts, width]
+    matches = (sequences == window[:, None]).all(2).all(0) & (tracks == track).all(1)
+    found = matches.nonzero().flatten().tolist()
     assert found, "the row is no shift of its stored window"
-    return found[0]
+    return found[0] - flank
 
 
 def test_training_windows_shift_up_to_100_bp_and_reference_windows_never_do():

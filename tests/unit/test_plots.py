@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import math
 from pathlib import Path
 
@@ -23,16 +25,13 @@ from suite.report.plots import (
     plot_sampler_densities,
     quality_figure,
     registered_densities,
-    write_figures,
 )
 from suite.report.profile import PosthocProfile, empirical_profile, saved_profile, write_posthoc
-from suite.report.report import config_overrides, hydra_value, reproduce_command, write_report
-from suite.report.table import load_published, load_records
-from suite.report.table_command import print_tables
-from suite.report.three_tables import render_tables
+from suite.report.report import config_overrides, hydra_value, reproduce_command
+from suite.report.table import load_records
 from tests.plugins.mog2d import CONF as MOG2D_CONF
 from tests.plugins.mog2d import MixtureOfGaussians
-from tests.unit.test_table import final_protocol_run, rescore, write_run
+from tests.unit.test_table import final_protocol_run, write_run
 
 U = np.linspace(math.log(0.002), math.log(80.0), 129)
 CENTRES = np.linspace(U[0], U[-1], 17)[:-1] + (U[-1] - U[0]) / 32
@@ -88,8 +87,14 @@ def kg_log() -> list[dict]:
 def config(sampler: dict) -> dict:
     """The resolved config of a fashion smoke run of ``sampler`` (its name and parameters)."""
     params = {k: v for k, v in sampler.items() if k != "name"}
-    overrides = [f"sampler.{k}={v}" for k, v in params.items()]
-    return to_dict(compose_run("fashion", sampler.get("name", "edm"), "smoke", overrides))
+    overrides = tuple(f"sampler.{k}={v}" for k, v in params.items())
+    return copy.deepcopy(_composed(sampler.get("name", "edm"), overrides))
+
+
+@functools.cache
+def _composed(sampler: str, overrides: tuple[str, ...]) -> dict:
+    """Composed once per module: the fixture below writes the same four configs for every test."""
+    return to_dict(compose_run("fashion", sampler, "smoke", list(overrides)))
 
 
 def tiny_profile(task_cfg: dict, sigma: np.ndarray) -> PosthocProfile:
@@ -171,22 +176,6 @@ def test_effective_allocation_is_normalised_pi_times_w():
     assert allocation_median(U, flat) == pytest.approx(math.exp(-1.2), rel=1e-3)
 
 
-def test_plot_main_writes_png_and_pdf_from_the_saved_profile_without_data(results: Path, capsys):
-    task_cfg = config({})["task"]
-    sigma = np.geomspace(0.002, 80.0, 41)
-    write_posthoc(results / "profiles", task_cfg, tiny_profile(task_cfg, sigma), "tiny")
-    assert plot_results(str(results)) == 0
-    written = [Path(line.removeprefix("wrote ")) for line in capsys.readouterr().out.splitlines()]
-    names = {p.name for p in written}
-    stem = "fashion-smoke-aaaa000000"
-    for kind in ("alignment", "infonoise-profile", "quality-fid", "pmean-sweep-fid"):
-        for suffix in (".png", ".pdf"):
-            assert f"{stem}_{kind}{suffix}" in names
-    for path in written:
-        assert_figure(path)
-        assert path.parent == results / "figures"
-
-
 def test_kg_importance_corrected_allocation_is_the_base_priors(results: Path):
     runs = next(iter(discover_runs(results).values()))
     kg = next(r for r in runs if r.label == "kg")
@@ -262,34 +251,6 @@ def test_reproduce_command_lists_only_differing_keys():
     assert sorted(config_overrides(cfg)) == ["budget.kimg=1.28", "sampler.p_mean=0.0"]
 
 
-def test_report_links_figures_and_commands_and_shows_the_tables_suite_table_prints(results: Path, capsys):
-    for run in results.rglob("config.yaml"):  # real, composable configs for the command reconstruction
-        from omegaconf import OmegaConf
-
-        from suite.config import compose_run
-
-        sampler = OmegaConf.load(run)["sampler"]
-        overrides = ["sampler.p_mean=0.0"] if sampler.get("p_mean") == 0.0 else []
-        run.write_text(OmegaConf.to_yaml(compose_run("fashion", sampler["name"], "smoke", overrides)))
-    out = write_report(results, profile_fn=tiny_profile)
-    text = out.read_text()
-    assert "![alignment](figures/fashion-smoke-aaaa000000_alignment.png)" in text
-    assert "| fashion | smoke (budget: suite choice) | fid ↓ |" in text  # the comparison table
-    assert "| fashion | smoke | fid ↓ |" in text  # the statistics table
-    assert "suite run --task fashion --sampler edm --budget smoke --seeds 2 --results" in text
-    assert "sampler.p_mean=0.0" in text
-    # Target: EDM's seed-mean final 10.5, which EDM first reaches at kimg 8 and InfoNoise between kimg 4
-    # (14) and 8 (6), interpolated in ln kimg × ln FID: 4·2^(ln(10.5/14)/ln(6/14)), so the speed-up is
-    # 8 over that.
-    crossing = 4 * 2 ** (math.log(10.5 / 14) / math.log(6 / 14))
-    assert f"{8 / crossing:.2f}×" in text
-    capsys.readouterr()
-    assert print_tables(str(results), fmt="md") == 0
-    printed = capsys.readouterr().out
-    tables = render_tables(load_records(results), "md", published=load_published(results))
-    assert len(tables) == 3 and all(table in printed and table in text for table in tables)
-
-
 def test_reproduce_command_for_seeds(results: Path):
     for config_file in results.glob("runs/*/edm/seed*/config.yaml"):
         config_file.write_text(OmegaConf.to_yaml(compose_run("fashion", "edm", "smoke")))
@@ -297,21 +258,6 @@ def test_reproduce_command_for_seeds(results: Path):
     assert reproduce_command(runs, "results") == (
         "suite run --task fashion --sampler edm --budget smoke --seeds 2 --results results"
     )
-
-
-def test_rescored_rows_get_their_own_figure_and_leave_the_quality_figures_as_drawn(results: Path):
-    """InfoNoise re-scored on InfoGrid at every point, with values far from its Karras ones: the quality and
-    P_mean sweep figures are the same bytes as before (no InfoGrid value enters a mean or a std band), and
-    the InfoGrid values are drawn in a figure of their own."""
-    figures = results / "figures"
-    drawn = {p.name for p in write_figures(results, tiny_profile)}
-    before = {p.name: p.read_bytes() for p in figures.glob("*.png")}
-    for run in results.glob("runs/*/infonoise/seed*"):
-        rescore(run, "infogrid", 15, {k: 1.0 + int(run.name[-1]) for k in KIMG})
-    written = {p.name for p in write_figures(results, tiny_profile)}
-    assert {name: (figures / name).read_bytes() for name in before} == before
-    stem = "fashion-smoke-aaaa000000"
-    assert written - drawn == {f"{stem}_quality-fid-infogrid-15steps{s}" for s in (".png", ".pdf")}
 
 
 def test_saved_profile_round_trips_and_a_missing_one_names_the_command(tmp_path: Path):
