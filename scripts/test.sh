@@ -36,13 +36,14 @@ bash scripts/install.sh
 reports=$(mktemp -d)
 trap 'rm -rf "$reports"' EXIT
 
-# pytest on tests/$1 with the remaining arguments; its JUnit report goes to $reports/$1.xml. The tiers run
-# on one pytest-xdist worker per core (pyproject's addopts), the gpu tier in one process: one device.
+# pytest on tests/$1 with the remaining arguments; its JUnit report goes to $reports/$1.xml. unit and
+# integration run on one pytest-xdist worker per core (pyproject's addopts); cluster and gpu in one
+# process: their jobs queue for the one SLURM node, the one device.
 pytest_tier() {
   local tier=$1
   shift
   local workers=()
-  [ "$tier" = gpu ] && workers=(-n 0)
+  case "$tier" in cluster | gpu) workers=(-n 0) ;; esac
   .venv/bin/pytest -q -p no:cacheprovider "tests/$tier" "${workers[@]}" --junitxml="$reports/$tier.xml" "$@"
 }
 
