@@ -4,10 +4,12 @@
 distributions (a ``.dist-info`` with entry points each, in a temporary site folder on PYTHONPATH): a task,
 its metrics and its own YAML config, declared in the groups ``infonoise_suite.tasks``,
 ``infonoise_suite.metrics`` and ``infonoise_suite.configs``; ``suite list`` shows both with their configs.
+``seqtoy``, a task of another modality, trains, samples with guidance and is scored by its two metrics.
 ``mog2d`` was written from docs/tasks.md alone: with no edit to the suite, one tiny run of it goes through
 ``suite run``, ``suite table`` and ``suite eval``, scored by its own metric.
 """
 
+import json
 import os
 import re
 import shutil
@@ -65,6 +67,29 @@ def test_an_entry_point_plugin_with_its_own_config_is_listed(site):
     listed = {line.split()[0]: line.split()[1] for line in tasks.splitlines()}
     assert listed["seqtoy"] == "sequence" and listed["mog2d"] == "points"
     assert "(no config)" not in tasks
+
+
+def test_the_plugin_sequence_task_trains_samples_with_guidance_and_is_scored_by_two_metrics(site, tmp_path):
+    sys.path.insert(0, str(site))
+    try:
+        from seqtoy import SequenceToy
+    finally:
+        sys.path.remove(str(site))
+    example = SequenceToy.example_data(tmp_path / "data", n=128)
+    data = [f"task.{key}={value}" for key, value in example.items()]
+    results = tmp_path / "results"
+    command = ["run", "--task", "seqtoy", "--sampler", "infonoise", "--results", str(results)]
+    suite(site, *command, *data, *TINY, "budget.eval.guidance=2.0")
+    (run_dir,) = results.glob("runs/seqtoy-smoke-*/infonoise/seed0")
+    rows = read_jsonl(run_dir / "records.jsonl")
+    assert sorted((r["kimg"], r["metric"]) for r in rows) == [
+        (0.384, "dimer-l1"), (0.384, "gc-mse"), (0.768, "dimer-l1"), (0.768, "gc-mse"),
+    ]  # fmt: skip
+    assert all(r["guidance"] == 2.0 and r["modality"] == "sequence" and 0 <= r["value"] < 2 for r in rows)
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["status"] == "done" and info["data_source"] == str(tmp_path / "data")
+    table = suite(site, "table", "--results", str(results)).stdout
+    assert "seqtoy" in table and ("dimer-l1" in table or "2-mer L1" in table)
 
 
 def test_a_task_written_from_the_docs_goes_through_run_table_and_eval_with_no_suite_edit(site, tmp_path):
