@@ -6,7 +6,8 @@ its metrics and its own YAML config, declared in the groups ``infonoise_suite.ta
 ``infonoise_suite.metrics`` and ``infonoise_suite.configs``; ``suite list`` shows both with their configs.
 ``seqtoy``, a task of another modality, trains, samples with guidance and is scored by its two metrics.
 ``mog2d`` was written from docs/tasks.md alone: with no edit to the suite, one tiny run of it goes through
-``suite run``, ``suite table`` and ``suite eval``, scored by its own metric.
+``suite run`` (its dry run first), ``suite status``, ``suite table`` and ``suite eval``, scored by its own
+metric.
 """
 
 import json
@@ -105,7 +106,10 @@ def test_a_task_written_from_the_docs_goes_through_run_table_and_eval_with_no_su
     overrides = MixtureOfGaussians.example_data(tmp_path / "data", n=256)
     results = tmp_path / "results"
     command = ["run", "--task", "mog2d", "--sampler", "edm", "--results", str(results)]
-    suite(site, *command, *(f"task.{key}={value}" for key, value in overrides.items()), *TINY)
+    command += [*(f"task.{key}={value}" for key, value in overrides.items()), *TINY]
+    planned = suite(site, *command, "--dry-run").stdout
+    assert "1 run(s):" in planned and "planned cost per run" in planned and not results.exists()
+    suite(site, *command)
     (run_dir,) = results.glob("runs/mog2d-smoke-*/edm/seed0")
     rows = read_jsonl(run_dir / "records.jsonl")
     assert [(r["kimg"], r["metric"]) for r in rows] == [
@@ -119,6 +123,8 @@ def test_a_task_written_from_the_docs_goes_through_run_table_and_eval_with_no_su
     final_quality = {name.strip(): cell.strip(" *") for name, cell in zip(header, row, strict=True)}
     assert final_quality["metric"] == "energy-distance ↓"  # neither the paper's metric nor a substitute
     assert final_quality["edm"] == f"{final:.2f}"  # no published value beside it
+    status = suite(site, "status", "--results", str(results)).stdout
+    assert sum(" done " in line for line in status.splitlines() if "mog2d" in line) == 1
     rescored = suite(site, "eval", str(run_dir), "--kimg", "0.768").stdout
     new, recorded = re.search(
         r"kimg 0.768 energy-distance grid=karras NFE 15: (\S+) \(recorded (\S+)\)", rescored
