@@ -188,8 +188,8 @@ def plan_runs(
     runs = []
     for sweep in expand_sweeps(list(overrides or [])):
         for sampler in resolve_samplers(samplers):
-            check(f"while planning {task}")  # a stop request ends a long planning too
             for cfg in compose_seeds(task, sampler, budget, sweep, list(seed_list)):
+                check(f"while planning {task}")  # a stop request ends a long planning too
                 cfg.results = str(results)  # a path, not an override: any character may be in it
                 spec = read_spec(cfg)[0]
                 runs.append(PlannedRun(cfg, run_folder(results, spec)))

@@ -43,14 +43,14 @@ def test_a_stop_request_during_planning_ends_it_before_the_next_run_is_planned(t
 def test_suite_run_stopped_while_planning_exits_130(tmp_path, capsys, monkeypatch):
     import suite.launch.runner
 
-    planned = suite.launch.runner.compose_run
+    planned = suite.launch.runner.compose_seeds
 
     def compose_then_stop(*args, **kwargs):  # the real composition, then the user's Ctrl-C
-        cfg = planned(*args, **kwargs)
+        configs = planned(*args, **kwargs)
         os.kill(os.getpid(), signal.SIGINT)
-        return cfg
+        return configs
 
-    monkeypatch.setattr(suite.launch.runner, "compose_run", compose_then_stop)
+    monkeypatch.setattr(suite.launch.runner, "compose_seeds", compose_then_stop)
     assert (
         main(["run", "--task", "bfashion", "--sampler", "edm", "--seeds", "5", "--results", str(tmp_path)])
         == 130
