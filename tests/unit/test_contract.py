@@ -54,9 +54,9 @@ SMALL = [
     "budget.batch=2",
     "budget.precision=fp32",
     "budget.channels_last=true",
-    "budget.eval.samples=4",
-    "budget.eval.reference=8",
-    "budget.eval.batch_size=4",
+    "budget.eval.samples=2",
+    "budget.eval.reference=4",
+    "budget.eval.batch_size=2",
     "task.solver_steps=2",
 ]
 
