@@ -41,44 +41,11 @@ _DOWN_TIMEOUT_S = 300
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test with its tier, the folder under ``tests/`` it lives in (``pytest -m unit``), and
-    group the tests that share a module-scoped fixture (``shared_fixture_groups``)."""
+    """Mark each test with its tier, the folder under ``tests/`` it lives in (``pytest -m unit``)."""
     for item in items:
         tier = item.path.relative_to(TESTS).parts[0]
         if tier in TIERS:
             item.add_marker(tier)
-    for item, group in shared_fixture_groups(items).items():
-        item.add_marker(pytest.mark.xdist_group(group))
-
-
-def shared_fixture_groups(items: list[pytest.Item]) -> dict[pytest.Item, str]:
-    """The tests of a module linked by the module-scoped fixtures they use (directly or through other
-    fixtures), each linked set one group named after its module and first fixture. Under pytest-xdist's
-    ``--dist loadgroup`` a group runs on one worker, which builds each of its fixtures once: spread over
-    the workers, every worker would build its own copy (a reference run trained twice)."""
-    parent: dict[str, str] = {}
-
-    def root(key: str) -> str:
-        while parent.setdefault(key, key) != key:
-            key = parent[key]
-        return key
-
-    uses: dict[pytest.Item, list[str]] = {}
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None:
-            continue
-        module = item.path.stem
-        shared = [
-            f"{module}:{name}"
-            for name in info.names_closure
-            if any(d.scope == "module" for d in info.name2fixturedefs.get(name, ()))
-        ]
-        for key in shared[1:]:
-            parent[root(key)] = root(shared[0])
-        if shared:
-            uses[item] = shared
-    return {item: root(shared[0]) for item, shared in uses.items()}
 
 
 @pytest.fixture(scope="session")
