@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import copy
-import functools
 import math
 from pathlib import Path
 
@@ -87,14 +85,8 @@ def kg_log() -> list[dict]:
 def config(sampler: dict) -> dict:
     """The resolved config of a fashion smoke run of ``sampler`` (its name and parameters)."""
     params = {k: v for k, v in sampler.items() if k != "name"}
-    overrides = tuple(f"sampler.{k}={v}" for k, v in params.items())
-    return copy.deepcopy(_composed(sampler.get("name", "edm"), overrides))
-
-
-@functools.cache
-def _composed(sampler: str, overrides: tuple[str, ...]) -> dict:
-    """Composed once per module: the fixture below writes the same four configs for every test."""
-    return to_dict(compose_run("fashion", sampler, "smoke", list(overrides)))
+    overrides = [f"sampler.{k}={v}" for k, v in params.items()]
+    return to_dict(compose_run("fashion", sampler.get("name", "edm"), "smoke", overrides))
 
 
 def tiny_profile(task_cfg: dict, sigma: np.ndarray) -> PosthocProfile:
