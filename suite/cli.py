@@ -1,8 +1,10 @@
-"""Command line: ``suite COMMAND``, one module per command in ``suite.commands`` (listed in ``COMMANDS``).
+"""Command line: ``suite COMMAND``, one module per command: the core's in ``suite.commands`` (listed in
+``COMMANDS``), a plugin package's declared under the entry-point group ``infonoise_suite.commands`` (name →
+module; the image library's ``suite fid`` is one).
 
 Each command module has ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``; its library code is
 imported inside ``run``, so ``suite --help`` and ``suite status`` import no torch. Adding a command is one
-file in ``suite/commands/`` and one name in ``COMMANDS``.
+file in ``suite/commands/`` and one name in ``COMMANDS``, or one module and one entry point in a plugin.
 Every command first imports the modules named in ``$SUITE_PLUGINS`` (``suite.registry.import_plugins``), as
 SLURM jobs and packed runs do, e.g. an extra feature extractor the run's metrics name.
 ``suite run`` handles SIGTERM, SIGUSR2 and SIGINT from its start (``suite.stopping``): the launch stops
@@ -38,19 +40,30 @@ COMMANDS = (
     "plan-seeds",
     "plot",
     "report",
-    "fid",
     "bench",
 )
+PLUGIN_COMMANDS = "infonoise_suite.commands"
 
 
-# Commands whose code lives with a modality, by module name (the core imports no modality package).
-MODALITY_COMMANDS = {"fid": "infonoise_modalities.image.fid_command"}
+def command_names() -> tuple[str, ...]:
+    """The core's commands, then the plugins' (sorted); a plugin may not take a core command's name."""
+    from suite.registry import declared
+
+    plugins = sorted(declared(PLUGIN_COMMANDS))
+    taken = sorted(set(plugins) & set(COMMANDS))
+    if taken:
+        raise ValueError(f"{PLUGIN_COMMANDS} declares {', '.join(taken)}, the name of a core command")
+    return (*COMMANDS, *plugins)
 
 
 def command_module(name: str) -> ModuleType:
-    """The module of ``suite NAME`` (``suite.commands.plan_seeds`` for ``plan-seeds``; a modality's own
-    command module for the names of ``MODALITY_COMMANDS``)."""
-    return importlib.import_module(MODALITY_COMMANDS.get(name, f"suite.commands.{name.replace('-', '_')}"))
+    """The module of ``suite NAME``: ``suite.commands.plan_seeds`` for ``plan-seeds``, the module a plugin
+    declares for its own command."""
+    if name in COMMANDS:
+        return importlib.import_module(f"suite.commands.{name.replace('-', '_')}")
+    from suite.registry import declared
+
+    return declared(PLUGIN_COMMANDS)[name].load()
 
 
 EXAMPLES = """\
@@ -130,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=VersionAction, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in COMMANDS:
+    for name in command_names():
         module = command_module(name)
         module.add_arguments(sub.add_parser(name, help=module.HELP))
     _use_formatter(parser)

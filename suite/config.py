@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import importlib.util
 import itertools
 import json
 from collections.abc import Sequence
@@ -42,19 +43,28 @@ NOT_COMPARED = ("sampler", "seed", *LOCATION_KEYS, *OBSERVER_KEYS)
 PLUGIN_CONFIGS = "infonoise_suite.configs"
 
 
+def package_folder(module: str) -> Path:
+    """The folder of the package ``module`` (dotted), found on ``sys.path`` without importing it or its
+    parents (a plugin package's ``__init__`` may import torch)."""
+    top, *rest = module.split(".")
+    spec = importlib.util.find_spec(top)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"no package {top!r} on sys.path (named by {module!r})")
+    return Path(spec.submodule_search_locations[0]).joinpath(*rest)
+
+
 @functools.lru_cache(maxsize=1)
 def config_dirs() -> tuple[Path, ...]:
-    """``suite/conf`` and the config folders that packages declare in the entry-point group
-    ``infonoise_suite.configs`` (the entry point's object is the folder, or a function returning it).
-    Plugin configs are handed to Hydra through its ConfigStore, so they compose like the suite's own."""
+    """``suite/conf`` and the ``conf/`` folders of the packages declared in the entry-point group
+    ``infonoise_suite.configs`` (the entry point's value is the package; nothing is imported). Plugin configs
+    are handed to Hydra through its ConfigStore, so they compose like the suite's own."""
     found = [CONF_DIR]
     store = ConfigStore.instance()
     for entry in entry_points(group=PLUGIN_CONFIGS):
-        target = entry.load()
-        folder = Path(target() if callable(target) else target)
+        folder = package_folder(entry.value) / "conf"
         if not folder.is_dir():
             raise FileNotFoundError(
-                f"config entry point {entry.name!r} names {folder}, which is not a folder"
+                f"config entry point {entry.name} = {entry.value} names {folder}, which is not a folder"
             )
         for group in GROUPS:
             for path in sorted((folder / group).glob("*.yaml")):

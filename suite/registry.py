@@ -1,31 +1,38 @@
-"""Name → class registries for samplers, tasks and metrics.
+"""Name → class registries for samplers, tasks, metrics and featurisers, filled lazily from entry points.
 
-A plugin is one module that decorates its class with ``@REGISTRY.register("name")``. The plugin modules
-(every module of ``baselines/`` plus ``suite.noise.infonoise`` for samplers, every module of ``tasks/`` for
-tasks, every module of ``suite/metrics/`` plus the modalities' metric modules (image FID, DNA Sei, text MAUVE,
-points) for metrics and featurisers) are imported on the first lookup,
-so every name is found in a fresh interpreter whatever was imported before, and third-party packages can add
-modules through the entry-point groups ``infonoise_suite.samplers`` / ``.tasks`` / ``.metrics`` /
-``.featurizers``. Adding a plugin therefore needs no edit to any existing file. A registry may check each
-class when it is registered (the task registry checks the task contract): a class that fails is refused with
-a ``ContractError`` naming it and each of its problems.
+A plugin is a class decorated with ``@REGISTRY.register("name")`` in a module that the package providing it
+declares under the registry's entry-point group, one entry per name, the entry's value the module (or
+``module:Class``)::
 
-The plugin packages are this distribution's own: ``tasks`` and ``baselines`` are common folder names (and
-``baselines`` is OpenAI's package), so a folder of that name in the working directory or earlier on
-``sys.path`` would otherwise be imported in their place and leave the registry silently short. Before it
-is imported, each plugin package must be found beside ``suite`` (the folder that holds this distribution's
-packages, installed or checked out); elsewhere, a ``ShadowedPackageError`` names the path found and the one
-expected.
+    [project.entry-points."infonoise_suite.tasks"]
+    mytask = "mypackage.mytask"
+
+This distribution declares its own plugins the same way in ``pyproject.toml`` (groups
+``infonoise_suite.tasks``, ``.samplers``, ``.metrics``, ``.featurizers``, ``.commands``; task configs through
+``infonoise_suite.configs``), so the core names no plugin module. A lookup imports only the module that
+declares the name (after the style of lm-evaluation-harness's lazy registry): ``METRICS.get("sei-fid")``
+imports the DNA metrics and no image or text library, and ``names()`` reads the entry points without
+importing anything, so a misspelt name is answered before torch is imported. Iterating a registry imports
+every declared module (``suite list`` describes each class). A class registered in a module imported some
+other way (``$SUITE_PLUGINS``, a test) is found too. A registry may check each class when it is registered
+(the task registry checks the task contract): a class that fails is refused with a ``ContractError`` naming
+it and each of its problems.
+
+``tasks`` and ``baselines`` are common folder names (and ``baselines`` is OpenAI's package), so a folder of
+that name in the working directory or earlier on ``sys.path`` would otherwise be imported in place of this
+distribution's and leave the registry silently short. Before one of this distribution's plugin packages is
+imported, it must be found beside ``suite`` (the folder that holds this distribution's packages, installed
+or checked out); elsewhere, a ``ShadowedPackageError`` names the path found and the one expected.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import os
-import pkgutil
 from collections.abc import Callable, Iterator
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -79,22 +86,14 @@ def description(cls: type) -> str:
 
 
 class Registry(Generic[T]):
-    """A registry of named plugin classes of one kind, filled lazily from plugin packages; ``check`` (if
-    given) returns the problems of a class, and a class with any is refused at registration."""
+    """A registry of named plugin classes of one kind, filled lazily from the entry points of ``group``;
+    ``check`` (if given) returns the problems of a class, and a class with any is refused at registration."""
 
-    def __init__(
-        self,
-        kind: str,
-        packages: tuple[str, ...],
-        entry_point_group: str,
-        check: Callable[[type], list[str]] | None = None,
-    ) -> None:
+    def __init__(self, kind: str, group: str, check: Callable[[type], list[str]] | None = None) -> None:
         self.kind = kind
-        self._packages = packages
-        self._group = entry_point_group
+        self.group = group
         self._check = check
         self._entries: dict[str, type[T]] = {}
-        self._discovered = False
 
     def register(self, name: str) -> Callable[[type[T]], type[T]]:
         """Class decorator that registers ``cls`` under ``name`` (names are unique) once it passes the
@@ -116,27 +115,34 @@ class Registry(Generic[T]):
 
         return decorate
 
-    def _discover(self) -> None:
-        if self._discovered:
+    def _load(self, name: str) -> None:
+        """Import the module that the entry point ``name`` declares; it must register ``name`` (or be, as
+        ``module:Class``, the class to register under it)."""
+        entry = declared(self.group)[name]
+        if entry.dist is not None and entry.dist.name == DISTRIBUTION:
+            check_own_package(entry.module)
+        loaded = entry.load()
+        if name in self._entries:
             return
-        self._discovered = True
-        for package_name in self._packages:
-            check_own_package(package_name)
-            package = importlib.import_module(package_name)
-            for module in pkgutil.iter_modules(getattr(package, "__path__", [])):
-                if not module.name.startswith("_"):
-                    importlib.import_module(f"{package_name}.{module.name}")
-        for entry in entry_points(group=self._group):
-            entry.load()
+        if isinstance(loaded, type):
+            self.register(name)(loaded)
+            return
+        others = sorted(n for n, cls in self._entries.items() if cls.__module__ == entry.module)
+        raise ContractError(
+            f"entry point {name} = {entry.value} of group {self.group} registers no {self.kind} named "
+            f"{name!r} (it registers: {', '.join(others) or 'none'}); an entry point's name is the name its "
+            "module registers"
+        )
 
     def names(self) -> list[str]:
-        """All registered names, sorted."""
-        self._discover()
-        return sorted(self._entries)
+        """All declared and registered names, sorted; imports nothing."""
+        return sorted({*declared(self.group), *self._entries})
 
     def get(self, name: str) -> type[T]:
-        """The class registered as ``name``; an unknown name raises with the list of valid names."""
-        self._discover()
+        """The class registered as ``name``, importing only the module that declares it; an unknown name
+        raises with the list of valid names."""
+        if name not in self._entries and name in declared(self.group):
+            self._load(name)
         try:
             return self._entries[name]
         except KeyError:
@@ -144,19 +150,49 @@ class Registry(Generic[T]):
             raise UnknownNameError(f"unknown {self.kind} {name!r}; valid {self.kind}s: {valid}") from None
 
     def __iter__(self) -> Iterator[tuple[str, type[T]]]:
-        self._discover()
-        return iter(sorted(self._entries.items()))
+        """Every (name, class), each declared module imported."""
+        return iter((name, self.get(name)) for name in self.names())
 
 
+DISTRIBUTION = "infonoise-suite"
 PLUGINS_ENV = "SUITE_PLUGINS"
-OWN_PACKAGES = ("tasks", "baselines", "infonoise_modalities")  # this distribution's plugin packages
+
+
+@functools.cache
+def declared(group: str) -> dict[str, EntryPoint]:
+    """The entry points of ``group`` by name, from every installed distribution; a name that two
+    distributions declare is refused, naming both."""
+    found: dict[str, EntryPoint] = {}
+    for entry in entry_points(group=group):
+        other = found.get(entry.name)
+        if other is not None and other.value != entry.value:
+            raise ValueError(
+                f"{group}: {entry.name!r} is declared twice, as {other.value} and as {entry.value}; "
+                "uninstall one of the packages that declare it"
+            )
+        found[entry.name] = entry
+    return found
+
+
+def own_packages() -> list[str]:
+    """The top-level plugin packages of this distribution: those its entry points name, less ``suite``."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        entries = distribution(DISTRIBUTION).entry_points
+    except PackageNotFoundError:
+        return []
+    return sorted(
+        {entry.module.partition(".")[0] for entry in entries if entry.group.startswith("infonoise_suite.")}
+        - {"suite"}
+    )
 
 
 def import_plugins() -> None:
     """Check that this distribution's plugin packages are its own (``check_own_package``: a shadowing folder
     is refused before anything heavy is imported), then import the modules named in ``$SUITE_PLUGINS``
     (comma list), e.g. extra feature extractors."""
-    for name in OWN_PACKAGES:
+    for name in own_packages():
         check_own_package(name)
     for name in os.environ.get(PLUGINS_ENV, "").split(","):
         if name.strip():

@@ -369,6 +369,4 @@ _ABSTRACT_HINTS = {
 }
 
 
-TASKS: Registry[Task] = Registry(
-    "task", packages=("tasks",), entry_point_group="infonoise_suite.tasks", check=contract_problems
-)
+TASKS: Registry[Task] = Registry("task", "infonoise_suite.tasks", check=contract_problems)

@@ -1,15 +1,13 @@
 """The metric registry: quality numbers computed from decoded samples against a task's reference split.
 
-A metric is one module of ``suite/metrics/``, a modality's metrics module
-(``infonoise_modalities.image.fid``, ``infonoise_modalities.dna.sei``, ``infonoise_modalities.text.mauve``,
-``infonoise_modalities.points.metrics``; imported by name on the first lookup, as the task plugins are, so
-the core never imports a modality library), or a module of a third-party
-package, through the entry-point group ``infonoise_suite.metrics``, that decorates a ``Metric`` subclass
-with ``@METRICS.register("name")``; a task lists the metrics it is scored by in its config (``metrics:
-{name: {options}}``; ``suite.task.Task.metric_options`` chooses between that set and a labelled
-``fallback_metrics`` set). Each metric says which published table its number joins, if any
-(``INFONOISE_TABLE`` for the paper's metrics with their real featurisers), and which metric it stands in
-for, if any (:class:`MetricSpec`); a task's own metric does neither.
+A metric is a ``Metric`` subclass decorated with ``@METRICS.register("name")`` in a module that its package
+declares under the entry-point group ``infonoise_suite.metrics``, one entry per name (``suite.registry``):
+the modality libraries' metrics and a third-party package's alike, so the core never imports a modality
+library and a lookup imports only the module that declares the name. A task lists the metrics it is scored
+by in its config (``metrics: {name: {options}}``; ``suite.task.Task.metric_options`` chooses between
+that set and a labelled ``fallback_metrics`` set). Each metric says which published table its number
+joins, if any (``INFONOISE_TABLE`` for the paper's metrics with their real featurisers), and which metric it
+stands in for, if any (:class:`MetricSpec`); a task's own metric does neither.
 
 Before a run starts, a metric says what it lacks on this machine (``Metric.problems``: weights, checkpoints,
 models, from file names and caches without loading them), as a task reports its data problems, so the
@@ -135,14 +133,4 @@ def metric_problems(configured: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return list(found)
 
 
-METRICS: Registry[Metric] = Registry(
-    "metric",
-    packages=(
-        "suite.metrics",
-        "infonoise_modalities.image.fid",
-        "infonoise_modalities.dna.sei",
-        "infonoise_modalities.text.mauve",
-        "infonoise_modalities.points.metrics",
-    ),
-    entry_point_group="infonoise_suite.metrics",
-)
+METRICS: Registry[Metric] = Registry("metric", "infonoise_suite.metrics")

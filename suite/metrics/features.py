@@ -2,12 +2,9 @@
 
 A featuriser maps a task's typed samples (what ``Task.decode`` gives) to one feature matrix [n, d] per layer
 it offers; it is a :class:`Featurizer` subclass registered with ``@FEATURIZERS.register("name")`` in a
-module of ``suite/metrics/``, of ``infonoise_modalities.dna.sei`` or ``infonoise_modalities.text.mauve``
-(imported by name on the first lookup),
-or of another package, through the entry-point group ``infonoise_suite.featurizers``. Registered here:
-``identity`` (the samples themselves, flattened); in ``infonoise_modalities/dna/sei.py``: ``sei``
-(the released Sei, both layers) and ``random-sei`` (a random-weight Sei); in
-``infonoise_modalities.text.mauve``: ``gpt2-large`` and ``minilm``.
+module that its package declares under the entry-point group ``infonoise_suite.featurizers``
+(``suite.registry``; ``suite list`` shows them all). Registered here: ``identity`` (the samples themselves,
+flattened); the DNA and text libraries add Sei's and the language models' features.
 
 The distance of :class:`FrechetMetric` is the exact Fréchet distance of ``suite.metrics.frechet`` (Heusel
 et al. 2017's FD, computed in sample space when the features outnumber the samples). A task whose metric is
@@ -21,8 +18,7 @@ the featuriser's first) being the row's value, and each beside its real-vs-real 
 the distance between two disjoint halves of the reference set (a fixed random split, seed 0), computed once
 per reference set, which gives the value a scale (a reference of fewer than 4 examples has no floor). The
 floor compares half-size sets, so it sits above the floor of full-size sets. FID keeps torch-fidelity's
-code path (``infonoise_modalities/image/fid.py``) and MAUVE mauve-text's
-(``infonoise_modalities/text/mauve.py``).
+code path and MAUVE mauve-text's, each in its modality library.
 """
 
 from __future__ import annotations
@@ -59,11 +55,7 @@ class Featurizer(ABC):
         """Features of ``samples`` at every layer of ``layers``."""
 
 
-FEATURIZERS: Registry[Featurizer] = Registry(
-    "featuriser",
-    packages=("suite.metrics", "infonoise_modalities.dna.sei", "infonoise_modalities.text.mauve"),
-    entry_point_group="infonoise_suite.featurizers",
-)
+FEATURIZERS: Registry[Featurizer] = Registry("featuriser", "infonoise_suite.featurizers")
 
 
 @FEATURIZERS.register("identity")

@@ -23,9 +23,7 @@ from torch import Tensor
 from suite.noise.weighting import LossWeight
 from suite.registry import Registry
 
-SAMPLERS: Registry[NoiseSampler] = Registry(
-    "sampler", packages=("baselines", "suite.noise.infonoise"), entry_point_group="infonoise_suite.samplers"
-)
+SAMPLERS: Registry[NoiseSampler] = Registry("sampler", "infonoise_suite.samplers")
 
 _SUPPORT_RTOL = 1e-6
 

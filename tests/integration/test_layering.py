@@ -41,3 +41,20 @@ def fresh_lookups() -> dict[str, str]:
 @pytest.mark.parametrize(("registry", "name"), REGISTERED)
 def test_every_registered_name_is_found_in_a_fresh_interpreter(fresh_lookups, registry, name):
     assert not fresh_lookups[f"{registry}:{name}"].startswith("error"), fresh_lookups[f"{registry}:{name}"]
+
+
+def test_a_lookup_imports_only_the_module_that_declares_the_name():
+    """``METRICS.get("sei-fid")`` in a fresh interpreter imports the DNA metrics and neither the image nor
+    the text library (nor torch-fidelity, torchvision or transformers)."""
+    probe = (
+        "import sys\n"
+        "from suite.metrics import METRICS\n"
+        "METRICS.get('sei-fid')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('infonoise_modalities', 'tasks', 'baselines',"
+        " 'torch_fidelity', 'torchvision', 'transformers'))))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", probe], env=cli_env(), capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == str(
+        ["infonoise_modalities", "infonoise_modalities.dna", "infonoise_modalities.dna.sei"]
+    )

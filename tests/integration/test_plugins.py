@@ -42,15 +42,17 @@ TINY = [
 def site(tmp_path_factory) -> Path:
     """A site folder holding each plugin package and its distribution metadata."""
     site = tmp_path_factory.mktemp("site")
+    metrics = {"seqtoy": ("gc-mse", "dimer-l1"), "mog2d": ("energy-distance",)}
     for plugin in ("seqtoy", "mog2d"):
         shutil.copytree(TESTS / "plugins" / plugin, site / plugin)
         meta = site / f"{plugin}_plugin-0.1.dist-info"
         meta.mkdir()
         (meta / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {plugin}-plugin\nVersion: 0.1\n")
+        declared = "".join(f"{name} = {plugin}\n" for name in metrics[plugin])
         (meta / "entry_points.txt").write_text(
             f"[infonoise_suite.tasks]\n{plugin} = {plugin}\n\n"
-            f"[infonoise_suite.metrics]\n{plugin} = {plugin}\n\n"
-            f"[infonoise_suite.configs]\n{plugin} = {plugin}:CONF\n"
+            f"[infonoise_suite.metrics]\n{declared}\n"
+            f"[infonoise_suite.configs]\n{plugin} = {plugin}\n"
         )
     return site
 

@@ -12,6 +12,7 @@ is ``tests/integration/test_layering.py``."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -143,6 +144,42 @@ def test_cycle_search_reports_each_cycle_as_a_chain():
 
 def test_the_core_imports_no_task_plugin_baseline_or_modality_library():
     found = offending_imports("suite", ("tasks", "baselines", "infonoise_modalities"))
+    assert not found, "; ".join(found)
+
+
+PLUGIN_PACKAGES = ("tasks", "baselines", "infonoise_modalities")
+
+
+def module_names_in_strings(source: str, forbidden: tuple[str, ...]) -> list[str]:
+    """The names of a module (dotted, ``a.b``, or as a path, ``a/b.py``) of a ``forbidden`` package that a
+    string of ``source`` spells out, docstrings included: the core finds plugins by entry point, so no
+    string of it may name one to import."""
+    pattern = re.compile(rf"(?<![\w./])(?:{'|'.join(forbidden)})(?:[./][A-Za-z_]\w*)+")
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found += [f"line {node.lineno}: {m.group(0)!r}" for m in pattern.finditer(node.value)]
+    return found
+
+
+def test_the_string_scan_finds_module_names_dotted_and_as_paths():
+    source = (
+        'NAMES = ("tasks.cifar10", "see infonoise_modalities/image/fid.py")\n'
+        'x = f"tasks.{name}: see docs/tasks.md; baselines"\n'
+    )
+    assert module_names_in_strings(source, PLUGIN_PACKAGES) == [
+        "line 1: 'tasks.cifar10'",
+        "line 1: 'infonoise_modalities/image/fid.py'",
+    ]
+
+
+def test_no_string_of_the_core_names_a_plugin_or_modality_module():
+    found = [
+        f"{name}: {hit}"
+        for name, path in repository_modules().items()
+        if name.split(".")[0] == "suite"
+        for hit in module_names_in_strings(path.read_text(), PLUGIN_PACKAGES)
+    ]
     assert not found, "; ".join(found)
 
 

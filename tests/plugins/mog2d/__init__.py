@@ -27,7 +27,6 @@ from torch import Tensor, nn
 from suite.metrics import METRICS, EvalInputs, Metric, MetricSpec
 from suite.task import TASKS, Task, TaskData, TensorSplit, content_fingerprint
 
-CONF = Path(__file__).resolve().parent / "conf"
 FILE = "points.npy"
 
 

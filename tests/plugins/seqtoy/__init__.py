@@ -21,7 +21,6 @@ from suite.metrics import METRICS, EvalInputs, Metric, MetricSpec
 from suite.task import TASKS, Task, TaskData, TensorSplit, content_fingerprint
 
 BASES = "ACGT"
-CONF = Path(__file__).resolve().parent / "conf"
 
 
 def write_fasta(path: Path, sequences: list[str]) -> None:
