@@ -22,8 +22,7 @@ import traceback
 import warnings
 from types import ModuleType
 
-from suite.commands import EXIT_FAILED, EXIT_USAGE
-from suite.stopping import EXIT_INTERRUPTED
+from suite.exits import EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 
 COMMANDS = (
     "run",
@@ -155,12 +154,6 @@ def _trains_here(args: argparse.Namespace) -> bool:
     return args.command == "run" and args.launcher == "local" and not args.dry_run
 
 
-EXIT_CODES = (
-    "exit status: 0 done (every run done), 1 a run failed (or the command did: an unexpected error), "
-    "2 a usage or config error (one `error:` line per cause), 3 a run left to the process that holds its "
-    "lease, 130 interrupted (SIGINT, SIGTERM or SIGUSR2; re-run the command to resume). --debug, anywhere "
-    "on the command line, adds the traceback of an error."
-)
 USAGE_ERRORS = (ValueError, FileNotFoundError, KeyError)  # what a command raises for a bad value or path
 
 

@@ -3,14 +3,10 @@
 ``run(args) -> int``. ``suite.cli.COMMANDS`` lists them. A command module imports only argparse and light
 helpers at its top, and its library code inside ``run``, so ``suite --help`` imports no torch.
 
-The exit statuses every command shares, and the defaults and help texts more than one of them uses, live
-here."""
+The defaults and help texts more than one command uses live here (the exit statuses in ``suite.exits``)."""
 
 from __future__ import annotations
 
-from suite.launch.request import EXIT_USAGE as EXIT_USAGE  # 2: a usage or config error, one line per cause
-
-EXIT_FAILED = 1  # a run or the command failed
 DEFAULT_RESULTS = "results"
 RUN_FOLDER_HELP = "a run folder (…/runs/<comparison>/<sampler>/seed<k>)"
 TARGET_HELP = (

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from suite.commands import EXIT_USAGE, RUN_FOLDER_HELP
+from suite.commands import RUN_FOLDER_HELP
+from suite.exits import EXIT_USAGE
 from suite.names import positive_int
 
 HELP = "re-score the saved network snapshots of a finished run"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from suite.commands import EXIT_USAGE
+from suite.exits import EXIT_USAGE
 from suite.names import positive_int
 
 HELP = "choose a conditional run's guidance scale on held-out conditions, written to guidance.json"

@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from suite.exits import EXIT_USAGE
+
 if TYPE_CHECKING:
     from suite.launch.runner import PlannedRun
-
-EXIT_USAGE = 2  # a preflight problem found by --dry-run, as the command line reports a usage error
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,7 @@ from suite.config import (
     group_options,
     to_dict,
 )
+from suite.exits import EXIT_BUSY, EXIT_DONE, EXIT_FAILED, EXIT_INTERRUPTED
 from suite.lease import LeaseLost, RunBusy
 from suite.names import path_name, unknown_name
 from suite.noise.sampler import SAMPLERS
@@ -77,11 +78,10 @@ from suite.run.assembly import build_loss_weight, build_model, build_noise_sampl
 from suite.run.seeds import parse_seeds
 from suite.run.spec import RunSpec, SpecError, guidance_problem, read_spec
 from suite.run.training import train
-from suite.stopping import EXIT_INTERRUPTED, STOP_SIGNALS, Interrupted, check, requested, stop_requests
+from suite.stopping import STOP_SIGNALS, Interrupted, check, requested, stop_requests
 from suite.task import TASKS
 from suite.watch import check_watchers
 
-EXIT_DONE, EXIT_FAILED, EXIT_BUSY = 0, 1, 3
 CHILD_STATUS = {  # a packed child's exit status, by its run's outcome
     "done": EXIT_DONE,
     "done already": EXIT_DONE,

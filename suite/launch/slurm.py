@@ -58,9 +58,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
+from suite.exits import EXIT_INTERRUPTED
 from suite.records import RunDirectory, host_info, now, read_json, write_json
 from suite.registry import import_plugins
-from suite.stopping import EXIT_INTERRUPTED, Interrupted, stop_requests
+from suite.stopping import Interrupted, stop_requests
 
 if TYPE_CHECKING:  # the runner imports torch; `suite status` only needs the helpers here
     import submitit
