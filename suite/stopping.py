@@ -14,7 +14,8 @@ only records the request; the launch reads it at these points:
     re-run evaluates that point again).
 
 A check that finds a request raises :class:`Interrupted`; the run's status becomes "interrupted" and the
-launch exits with ``suite.exits.EXIT_INTERRUPTED`` = 130 (128 + SIGINT, the shell's status of an interrupted command).
+launch exits with ``suite.exits.EXIT_INTERRUPTED`` = 130 (128 + SIGINT, the shell's status of an
+interrupted command).
 A SIGINT that arrives while a stop is already pending (Ctrl-C twice) aborts the process at once, by
 SIGINT's default action: no checkpoint is written, and the re-run recovers as from a SIGKILL.
 """
