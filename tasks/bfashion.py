@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
+from infonoise_modalities.image.fashion import FashionMNISTTask
 from suite.task import TASKS
-from tasks.fashion import FashionMNIST
 
 
 @TASKS.register("bfashion")
-class BinarizedFashionMNIST(FashionMNIST):
+class BinarizedFashionMNIST(FashionMNISTTask):
     """Same files and loader as ``fashion``; the config's ``binarize`` key makes it binary."""

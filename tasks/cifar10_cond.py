@@ -1,4 +1,5 @@
-"""Class-conditional CIFAR-10: the CIFAR-10 task (``tasks/cifar10.py``) conditioned on its 10 labels.
+"""Class-conditional CIFAR-10: the CIFAR-10 task base (``infonoise_modalities.image.cifar10``) conditioned
+on its 10 labels.
 
 The labels reach the network as ``class_labels``, one-hot rows; the all-zero row is the null label, which
 classifier-free guidance training substitutes with probability ``cond_dropout`` and sampling uses for the
@@ -9,10 +10,10 @@ fixed random choice of training images, so FID compares against a label-matched 
 
 from __future__ import annotations
 
+from infonoise_modalities.image.cifar10 import CIFAR10Task
 from suite.task import TASKS
-from tasks.cifar10 import CIFAR10
 
 
 @TASKS.register("cifar10_cond")
-class CIFAR10Conditional(CIFAR10):
+class CIFAR10Conditional(CIFAR10Task):
     """CIFAR-10 conditioned on its class (``num_classes: 10`` in the config)."""

@@ -8,8 +8,8 @@ deviation). Samples decode by thresholding each analog bit at 0 and reassembling
 images decoded the same way (identical to the originals at 8 bits). ``docs/images.md`` records why this
 encoding.
 
-The data are read exactly as for ``cifar10`` (``tasks/cifar10.py``). EDM's augmentation pipe resamples
-pixel values, which would break the bit planes, so this task refuses ``augment_p`` > 0.
+The data are read exactly as for ``cifar10`` (``infonoise_modalities.image.cifar10``). EDM's augmentation
+pipe resamples pixel values, which would break the bit planes, so this task refuses ``augment_p`` > 0.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from typing import Any
 from torch import Tensor, nn
 
 from infonoise_modalities.image import analog_bits
+from infonoise_modalities.image.cifar10 import CIFAR10Task
 from suite.task import TASKS
-from tasks.cifar10 import CIFAR10
 
 
 @TASKS.register("dcifar")
-class DigitizedCIFAR10(CIFAR10):
+class DigitizedCIFAR10(CIFAR10Task):
     """CIFAR-10 as analog bits: ``sample_shape`` is (3·bits, 32, 32); ``decode`` returns uint8 images."""
 
     def __init__(self, cfg: Mapping[str, Any]) -> None:

@@ -29,10 +29,9 @@ from infonoise_modalities.image.formats import (
     read_edm_archive,
     write_edm_standin,
 )
-from infonoise_modalities.image.task import Images
+from infonoise_modalities.image.task import EDMImageTask, Images
 from suite.paths import data_dir
 from suite.task import TASKS
-from tasks.cifar10 import EDMImageTask
 
 RESOLUTION = 64
 STANDIN_SEED = 20260302

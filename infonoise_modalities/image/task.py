@@ -21,8 +21,9 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from infonoise_modalities.image.networks import UNet
-from suite.task import Task, TaskData, TensorSplit, content_fingerprint
+from infonoise_modalities.image.augment import AUGMENT_DIM, AugmentPipe
+from infonoise_modalities.image.networks import EDM_DDPMPP, UNet
+from suite.task import Cond, Task, TaskData, TensorSplit, content_fingerprint
 
 BINARIZATIONS = ("threshold", "stochastic")
 BINARIZATION_SEED = 20260220
@@ -131,3 +132,30 @@ class ImageTask(Task):
         if self.binary:
             return torch.where(x > 0, 255, 0).to(torch.uint8)
         return ((x.clamp(-1, 1) + 1) * 127.5).round().to(torch.uint8)
+
+
+class EDMImageTask(ImageTask):
+    """Natural-image tasks trained as EDM does: DDPM++ (EDM's layout, sized by the preset) and the
+    non-leaking augmentation pipe with probability ``augment_p`` (0 disables it)."""
+
+    @property
+    def augment_p(self) -> float:
+        return float(self.cfg.get("augment_p") or 0.0)
+
+    def build_network(self, preset: Mapping[str, Any]) -> nn.Module:
+        channels = self.sample_shape[0]
+        return UNet(
+            img_resolution=int(self.cfg["resolution"]),
+            in_channels=channels,
+            out_channels=channels,
+            label_dim=self.num_classes,
+            augment_dim=AUGMENT_DIM if self.augment_p > 0 else 0,
+            **{**EDM_DDPMPP, **dict(preset)},
+        )
+
+    def augment(self, x0: Tensor, cond: Cond, generator: torch.Generator) -> tuple[Tensor, Cond]:
+        """EDM's augmentation of the clean batch; the 9 parameters join ``cond`` as ``augment_labels``."""
+        if self.augment_p <= 0:
+            return x0, cond
+        augmented, labels = AugmentPipe(self.augment_p)(x0, generator)
+        return augmented, {**cond, "augment_labels": labels.to(x0.dtype)}

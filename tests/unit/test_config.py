@@ -110,7 +110,7 @@ def test_bad_sampler_parameter_is_named(tmp_path):
 
 
 def test_missing_fashion_data_says_what_to_do(tmp_path, monkeypatch):
-    monkeypatch.setattr("tasks.fashion.DEBIAN_FOLDER", str(tmp_path / "no-debian"))
+    monkeypatch.setattr("infonoise_modalities.image.fashion.DEBIAN_FOLDER", str(tmp_path / "no-debian"))
     cfg = compose_run("fashion", "edm", "smoke")
     with pytest.raises(FileNotFoundError) as err:
         TASKS.get("fashion")(cfg.task).load()

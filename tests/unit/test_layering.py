@@ -183,6 +183,17 @@ def test_no_string_of_the_core_names_a_plugin_or_modality_module():
     assert not found, "; ".join(found)
 
 
+def test_no_task_plugin_imports_another():
+    """Code that several tasks share lives in a modality library; a task module imports none of its
+    siblings (a task that derives from another derives from their common base there)."""
+    found = [
+        line
+        for line in offending_imports("tasks", ("tasks",))
+        if line.split(" imports ")[1] not in ("tasks", line.split(" imports ")[0])
+    ]
+    assert not found, "; ".join(found)
+
+
 def test_the_modality_libraries_import_no_task_plugin():
     found = offending_imports("infonoise_modalities", ("tasks",))
     assert not found, "; ".join(found)
