@@ -156,3 +156,41 @@ def test_light_modules_and_a_misspelt_run_import_no_torch_with_an_outside_sample
         "misspelt run: 2 False True",
         "lookup: outside_sampler True",
     ]
+
+
+OUTSIDE_COMMAND = '''\
+"""suite hello: a command from another package."""
+import argparse
+
+HELP = "say hello to a name"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name")
+
+
+def run(args: argparse.Namespace) -> int:
+    print(f"hello, {args.name}")
+    return 0
+'''
+
+
+def test_a_command_from_another_package_is_one_module_and_one_entry_point(tmp_path: Path):
+    """An installed package declaring a module under ``infonoise_suite.commands`` adds ``suite hello`` with
+    no edit to the suite: it is listed in ``suite --help`` and runs with its own arguments."""
+    (tmp_path / "hello_command.py").write_text(OUTSIDE_COMMAND)
+    meta = tmp_path / "hello_command-0.1.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: hello-command\nVersion: 0.1\n")
+    (meta / "entry_points.txt").write_text("[infonoise_suite.commands]\nhello = hello_command\n")
+    env = cli_env(SUITE_PLUGINS="")
+    env["PYTHONPATH"] = f"{tmp_path}{os.pathsep}{env['PYTHONPATH']}"
+
+    def suite_cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "suite.cli", *args], env=env, capture_output=True, text=True, timeout=120
+        )
+
+    assert "say hello to a name" in suite_cli("--help").stdout
+    done = suite_cli("hello", "world")
+    assert (done.returncode, done.stdout) == (0, "hello, world\n"), done.stderr
