@@ -27,6 +27,7 @@ COMMANDS = (
     "run",
     "eval",
     "guidance",
+    "recipe",
     "samples",
     "data",
     "profile",

@@ -74,6 +74,14 @@ class BudgetSpec:
     eval_points: int
     eval: EvalSpec
     eval_spacing: str = "linear"
+    epochs: float | None = None  # stated in passes over the training set: kimg is derived when the data load
+
+    def for_training_set(self, examples: int) -> BudgetSpec:
+        """The budget of a run that loaded ``examples`` training examples: one stated in epochs trains
+        kimg = epochs · examples / 1000 (its configured kimg is the planning estimate); others unchanged."""
+        if self.epochs is None:
+            return self
+        return replace(self, kimg=self.epochs * examples / 1000)
 
     def compiles(self, device_type: str) -> bool:
         """Whether the training step is compiled on a device of this type (``auto``: on CUDA only)."""
@@ -238,6 +246,7 @@ def _budget(node: DictConfig) -> tuple[BudgetSpec, list[str]]:
         eval_points=r.integer("eval_points"),
         eval=ev,
         eval_spacing=r.choice("eval_spacing", EVAL_SPACINGS, absent="linear"),
+        epochs=None if OmegaConf.select(node, "epochs", default=None) is None else r.number("epochs"),
     )
     return spec, r.problems
 
