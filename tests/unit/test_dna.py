@@ -5,6 +5,7 @@ refused. ``suite data dna`` refusing a zero-byte genome is in ``tests/integratio
 
 import gzip
 import hashlib
+import math
 import shutil
 import tarfile
 
@@ -368,3 +369,23 @@ def test_a_resumed_run_draws_the_window_shifts_of_an_uninterrupted_one(tmp_path)
     resumed.train_step()
     pairs = zip(whole.state.model.parameters(), resumed.state.model.parameters(), strict=True)
     assert all(torch.equal(a, b) for a, b in pairs)
+
+
+def test_a_budget_in_epochs_trains_them_over_the_windows_the_run_loaded_and_records_the_count(
+    example, tmp_path
+):
+    """DDSM's length is 200 epochs: the run derives its kimg from the training windows it loaded (here the
+    generated windows of 15 TSSs), whatever kimg the budget plans with, and records both in run.json."""
+    overrides = [
+        f"task.root={example[1]}", "device=cpu", "budget.epochs=3", "budget.kimg=99",
+        "budget.batch=4", "budget.eval_points=1", "budget.eval.samples=4", "budget.eval.batch_size=4",
+        "budget.tick_kimg=0.004", "budget.checkpoint_kimg=0.1", "task.solver_steps=2",
+    ]  # fmt: skip
+    trainer = Trainer(run_spec(compose_run("dna", "edm", "smoke", overrides)), tmp_path / "run")
+    windows = len(trainer.data.train)
+    assert windows == trainer.data.info["train_windows"] > 0
+    assert trainer.spec.budget.kimg == pytest.approx(3 * windows / 1000)
+    info = trainer.run()
+    assert (info["epochs"], info["train_examples"]) == (3, windows)
+    assert info["total_kimg"] == pytest.approx(3 * windows / 1000)
+    assert info["kimg"] == pytest.approx(math.ceil(3 * windows / 4) * 4 / 1000)  # whole batches of 4
