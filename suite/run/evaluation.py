@@ -19,9 +19,9 @@ examples its metric compared (``Metric.reads``: the reference set; the real exam
 samples' conditions, whose fixed choice is recorded as ``condition_seed``; or none, 0) and the size of the
 reference split they were drawn from (the reference set is the whole split when the two are equal, as in
 EDM's FID against the training set). The reference set is decoded only when a metric reads it. A task
-whose protocol is one sample per reference example (``final_eval: per_reference``: DDSM scores one sample
-per test window) is scored that way at its final point; only a metric that declares it (FID) takes the best
-of several seed ranges there. Generated samples are decoded with their condition
+whose protocol is one sample per reference example (``final_eval: per_reference``: one sample per test
+window, one of DDSM's five sample sets) is scored that way at its final point; only a metric that declares
+it (FID) takes the best of several seed ranges there. Generated samples are decoded with their condition
 (``Task.decode_generated``), so a text continuation is scored with its prompt. The tables and figures keep
 rows of another protocol apart from the run's own (``suite.report.results``).
 
@@ -173,7 +173,7 @@ class Evaluator(Generation):
         every range's value, their mean and standard deviation among its extras; every other metric is
         scored on the first range alone. A task with ``final_eval: per_reference`` is scored at the final
         point on one sample per reference example, conditioned on that example, against the whole
-        reference split in the same order (DDSM's one sample per test window), one range.
+        reference split in the same order (one sample per test window: one of DDSM's five sets), one range.
         """
         spec, ev = self.spec, self.spec.budget.eval
         metrics = [m for m in self.metrics if only in (None, m.spec.name)]

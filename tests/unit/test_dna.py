@@ -377,7 +377,7 @@ def test_a_budget_in_epochs_trains_them_over_the_windows_the_run_loaded_and_reco
     """DDSM's length is 200 epochs: the run derives its kimg from the training windows it loaded (here the
     generated windows of 15 TSSs), whatever kimg the budget plans with, and records both in run.json."""
     overrides = [
-        f"task.root={example[1]}", "device=cpu", "budget.epochs=3", "budget.kimg=99",
+        f"task.root={example[1]}", "device=cpu", "+budget.epochs=3", "budget.kimg=99",
         "budget.batch=4", "budget.eval_points=1", "budget.eval.samples=4", "budget.eval.batch_size=4",
         "budget.tick_kimg=0.004", "budget.checkpoint_kimg=0.1", "task.solver_steps=2",
     ]  # fmt: skip
