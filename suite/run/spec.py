@@ -49,6 +49,9 @@ class EvalSpec:
     # the task's ``final_eval: per_reference``: the last point generates one sample per reference example,
     # conditioned on that example, scores it against the whole reference split, one range (DDSM's protocol)
     per_reference_final: bool = False
+    # sets of such samples at a per_reference final point; each metric's value is their mean, with its
+    # standard error (DDSM: 5 sets per test window)
+    final_sets: int = 1
 
 
 @dataclass(frozen=True)
@@ -224,6 +227,7 @@ def _budget(node: DictConfig) -> tuple[BudgetSpec, list[str]]:
         batch_size=r.integer("eval.batch_size"),
         guidance=r.number("eval.guidance", strict=False),
         precision=r.choice("eval.precision", PRECISIONS, absent="fp32"),
+        final_sets=r.integer("eval.final_sets", optional=True) or 1,
     )
     rampup = OmegaConf.select(node, "ema_rampup_ratio", default=None)
     spec = BudgetSpec(
