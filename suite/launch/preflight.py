@@ -213,8 +213,8 @@ def provisional_guidance(runs: Sequence[PlannedRun]) -> list[str]:
         if source.startswith("provisional"):
             lines.setdefault(
                 f"warning: {spec.task} at budget {spec.budget.name} is scored at classifier-free guidance "
-                f"{spec.budget.eval.guidance:g}, {source}; choose each sampler's scale on its own run with "
-                "`suite guidance RUN --scales ... --rescore` before comparing"
+                f"{spec.budget.eval.guidance:g}, {source}; before comparing, run "
+                "`suite guidance RUN --scales ... --rescore` on every run"
             )
     return list(lines)
 
