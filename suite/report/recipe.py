@@ -7,7 +7,7 @@ carded budget shares), the settings that decide a result. Each entry names
 - ``setting``: what it is (one of :data:`REQUIRED`, or any further name);
 - ``key``: a dotted key of the composed run config (``budget.lr``, ``task.network.dropout``), or
   ``derived.<name>``, a quantity computed from it (:data:`DERIVED`: steps, epochs, NFE, the per-step EMA
-  decay, the optimiser);
+  decay, the optimiser), or null for a setting the task does not have (its value null too);
 - ``value``: the reference's value (or, for an own choice, the suite's);
 - exactly one of ``source`` (repository, file and symbol or line, or paper section) and ``own`` (why the
   suite chose it where no reference fixes it);
@@ -91,11 +91,6 @@ def _nfe(cfg: DictConfig, card: dict[str, Any]) -> int:
     return nfe(str(cfg.task.solver), int(cfg.task.solver_steps))
 
 
-def _augment(cfg: DictConfig, card: dict[str, Any]) -> float:
-    """EDM's augmentation probability; a task config without ``augment_p`` never augments."""
-    return float(cfg.task.get("augment_p", 0.0))
-
-
 def _optimiser(cfg: DictConfig, card: dict[str, Any]) -> str:
     """The optimiser every run builds (``suite.run.state.TrainingState``)."""
     from suite.run.state import ADAM_BETAS, ADAM_EPS
@@ -109,7 +104,6 @@ DERIVED: dict[str, Callable[[DictConfig, dict[str, Any]], Any]] = {
     "ema_beta": _ema_beta,
     "lr_warmup_steps": _lr_warmup_steps,
     "nfe": _nfe,
-    "augment_p": _augment,
     "optimiser": _optimiser,
 }
 
@@ -119,7 +113,7 @@ class Line:
     """One setting of a card beside the value the run composes."""
 
     setting: str
-    key: str
+    key: str | None  # None: a setting this task does not have
     card: Any
     composed: Any
     origin: str  # "source: …" or "own choice: …"
@@ -194,13 +188,16 @@ def entry_problems(entry: dict[str, Any]) -> list[str]:
         problems.append(f"{name}: needs key and value")
     if ("source" in entry) == ("own" in entry):
         problems.append(f"{name}: needs exactly one of source (the reference) and own (own choice: why)")
-    key = str(entry.get("key", ""))
+    key = str(entry.get("key") or "")
     if key.startswith("derived.") and key.removeprefix("derived.") not in DERIVED:
         problems.append(f"{name}: unknown derived quantity {key!r}; valid: {', '.join(DERIVED)}")
     return problems
 
 
-def composed_value(cfg: DictConfig, key: str, card: dict[str, Any]) -> Any:
+def composed_value(cfg: DictConfig, entry: dict[str, Any], card: dict[str, Any]) -> Any:
+    key = entry["key"]
+    if key is None:
+        return None
     if key.startswith("derived."):
         return DERIVED[key.removeprefix("derived.")](cfg, card)
     missing = object()
@@ -229,7 +226,7 @@ def check_card(task: str, budget: str, overrides: list[str] | None = None) -> li
             setting=entry["setting"],
             key=entry["key"],
             card=entry["value"],
-            composed=composed_value(cfg, entry["key"], card),
+            composed=composed_value(cfg, entry, card),
             origin=f"source: {entry['source']}" if "source" in entry else f"own choice: {entry['own']}",
             deviation=entry.get("deviation"),
         )
@@ -245,7 +242,7 @@ def render(task: str, budget: str, lines: list[Line]) -> str:
     ]
     for line in lines:
         mark = "DRIFT" if line.drift else "≠" if line.differs else "="
-        out.append(f"{mark:<5} {line.setting}  [{line.key}]")
+        out.append(f"{mark:<5} {line.setting}  [{line.key or 'not a setting of this task'}]")
         out.append(f"        composed: {_show(line.composed)}")
         if line.differs:
             out.append(f"        card:     {_show(line.card)}")
