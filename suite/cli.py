@@ -28,6 +28,7 @@ COMMANDS = (
     "run",
     "eval",
     "guidance",
+    "recipe",
     "samples",
     "data",
     "profile",

@@ -170,7 +170,9 @@ def _example_documents(n: int, words_per_document: int) -> list[str]:
 class OpenWebText(Task):
     """OpenWebText (or the fortunes stand-in) as prefix-conditioned embedding diffusion."""
 
-    guidance_source = "provisional: 2.0 awaits `suite guidance` on held-out documents, docs/text.md"
+    guidance_source = (
+        "provisional: 2.0 is not measured; each sampler's own scale: suite guidance --rescore, docs/text.md"
+    )
 
     modality = "text"
     model_space = "learned"

@@ -1,5 +1,6 @@
 """``suite guidance``: choose a conditional run's guidance scale on held-out conditions
-(``suite.run.guidance.sweep_guidance``), written to the run's ``guidance.json``."""
+(``suite.run.guidance.sweep_guidance``), written to the run's ``guidance.json``; ``--rescore`` then scores
+the run's snapshots again at the scale it chose."""
 
 from __future__ import annotations
 
@@ -22,16 +23,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--samples", type=positive_int, default=None, help="held-out conditions (default: eval.samples)"
     )
+    parser.add_argument(
+        "--rescore",
+        action="store_true",
+        help="then score the run's snapshots again at the scale it chose (its own rows at its own scale)",
+    )
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:K or auto")
 
 
 def run(args: argparse.Namespace) -> int:
     from suite.lease import RunBusy
+    from suite.run.evaluation import rescore
     from suite.run.guidance import parse_scales, sweep_guidance
 
     try:
         scales = parse_scales(args.scales)
-        sweep_guidance(args.run_dir, scales, args.metric, args.kimg, args.samples, args.device)
+        record = sweep_guidance(args.run_dir, scales, args.metric, args.kimg, args.samples, args.device)
+        if args.rescore:
+            rescore(args.run_dir, None, None, "karras", None, args.device, record["chosen"])
     except (ValueError, RunBusy) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -199,6 +199,26 @@ def slurm_problems(runs: Sequence[PlannedRun], request: LaunchRequest) -> list[s
     return list(problems)
 
 
+def provisional_guidance(runs: Sequence[PlannedRun]) -> list[str]:
+    """One ``warning:`` line per task that a ``paper`` or ``short`` run evaluates guided at a scale its task
+    calls provisional (``Task.guidance_source``): a scale measured on none of the launch's samplers."""
+    from suite.task import TASKS
+
+    lines: dict[str, None] = {}
+    for run in runs:
+        spec = run.spec
+        if spec.budget.name not in ("paper", "short") or spec.budget.eval.guidance == 1:
+            continue
+        source = TASKS.get(spec.task).guidance_source
+        if source.startswith("provisional"):
+            lines.setdefault(
+                f"warning: {spec.task} at budget {spec.budget.name} is scored at classifier-free guidance "
+                f"{spec.budget.eval.guidance:g}, {source}; before comparing, run "
+                "`suite guidance RUN --scales ... --rescore` on every run"
+            )
+    return list(lines)
+
+
 def preflight(runs: Sequence[PlannedRun], request: LaunchRequest) -> None:
     """Raise one :class:`PreflightError` naming each cause that would stop the runs that are not done
     (module docstring); return when there is none."""

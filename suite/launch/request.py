@@ -55,10 +55,12 @@ def launch(runs: Sequence[PlannedRun], request: LaunchRequest, plan: Callable[[]
     cost), the job arrays on SLURM, then one ``error:`` line per preflight problem (status 2) or nothing
     (status 0). Otherwise: the preflight (raising one error naming each cause), then the submission or the
     local training, whose exit status is returned."""
-    from suite.launch.preflight import PreflightError, preflight
+    from suite.launch.preflight import PreflightError, preflight, provisional_guidance
     from suite.launch.runner import check_pack_size, run_local, run_packed
 
     check_pack_size(request.runs_per_gpu)
+    for line in provisional_guidance(runs):
+        print(line, file=sys.stderr, flush=True)
     if request.dry_run:  # the plan and its cost first, whatever this machine lacks; then what it lacks
         print(plan(), flush=True)
         if request.launcher == "slurm":

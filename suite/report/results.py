@@ -159,7 +159,8 @@ class RunRecord:
         if not rows:
             reasons.append("no evaluation rows")
         if all(key in budget for key in ("kimg", "batch", "eval_points")):
-            total = int(round(float(budget["kimg"]) * 1000))
+            # the run's own length (a budget in epochs derives it from the training examples it loaded)
+            total = int(round(float(self.info.get("total_kimg") or budget["kimg"]) * 1000))
             spacing = str(budget.get("eval_spacing", "linear"))
             points = evaluation_points(total, int(budget["batch"]), int(budget["eval_points"]), spacing)
             for metric in sorted({str(row.get("metric")) for row in rows}):

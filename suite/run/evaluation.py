@@ -19,9 +19,9 @@ examples its metric compared (``Metric.reads``: the reference set; the real exam
 samples' conditions, whose fixed choice is recorded as ``condition_seed``; or none, 0) and the size of the
 reference split they were drawn from (the reference set is the whole split when the two are equal, as in
 EDM's FID against the training set). The reference set is decoded only when a metric reads it. A task
-whose protocol is one sample per reference example (``final_eval: per_reference``: DDSM scores one sample
-per test window) is scored that way at its final point; only a metric that declares it (FID) takes the best
-of several seed ranges there. Generated samples are decoded with their condition
+whose protocol is one sample per reference example (``final_eval: per_reference``: one sample per test
+window, one of DDSM's five sample sets) is scored that way at its final point; only a metric that declares
+it (FID) takes the best of several seed ranges there. Generated samples are decoded with their condition
 (``Task.decode_generated``), so a text continuation is scored with its prompt. The tables and figures keep
 rows of another protocol apart from the run's own (``suite.report.results``).
 
@@ -173,7 +173,8 @@ class Evaluator(Generation):
         every range's value, their mean and standard deviation among its extras; every other metric is
         scored on the first range alone. A task with ``final_eval: per_reference`` is scored at the final
         point on one sample per reference example, conditioned on that example, against the whole
-        reference split in the same order (DDSM's one sample per test window), one range.
+        reference split in the same order, in ``eval.final_sets`` sets from disjoint seeds: every metric
+        scores each set and reports their mean with its standard error (DDSM: five sets per test window).
         """
         spec, ev = self.spec, self.spec.budget.eval
         metrics = [m for m in self.metrics if only in (None, m.spec.name)]
@@ -185,7 +186,7 @@ class Evaluator(Generation):
         per_reference = final and ev.per_reference_final
         conditions = None
         if per_reference:
-            n, ranges = len(self.data.reference), 1
+            n, ranges = len(self.data.reference), ev.final_sets
             conditions = torch.arange(n)
         else:
             n = ev.final_samples if final else ev.samples
@@ -211,12 +212,14 @@ class Evaluator(Generation):
             if k == 0:
                 self.preview = inputs.generated[:PREVIEW]
             for found, metric in zip(results, metrics, strict=True):
-                if k == 0 or metric.spec.best_of_ranges:
+                if k == 0 or metric.spec.best_of_ranges or per_reference:
                     check("between metrics")
                     found.append(finite_result(metric(inputs), metric.spec.name, nimg))
         rows = []
         for found, metric, read in zip(results, metrics, reads, strict=True):
-            result = combine_ranges(found, metric.spec.higher_is_better)
+            result = (
+                combine_sets(found) if per_reference else combine_ranges(found, metric.spec.higher_is_better)
+            )
             if read == "matched" and not per_reference:  # which reference examples: recorded by their seed
                 result["condition_seed"] = float(CONDITION_SEED)
             rows.append(
@@ -277,6 +280,20 @@ def combine_ranges(results: list[dict[str, float]], higher_is_better: bool) -> d
         "range_mean": values.mean().item(),
         "range_std": values.std().item(),
         "n_ranges": len(results),
+    }
+
+
+def combine_sets(results: list[dict[str, float]]) -> dict[str, float]:
+    """One generated set's result as it is; several sets of one sample per reference example: their mean,
+    with each set's value, the standard error of the mean, std (ddof = 1) / √k, and k as extras."""
+    if len(results) == 1:
+        return results[0]
+    values = torch.tensor([r["value"] for r in results], dtype=torch.float64)
+    return {
+        "value": values.mean().item(),
+        "set_values": values.tolist(),
+        "set_sem": (values.std() / math.sqrt(len(results))).item(),
+        "n_sets": len(results),
     }
 
 

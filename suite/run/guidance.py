@@ -14,7 +14,10 @@ task's metric that compares each sample with its own condition's real example (`
 "matched"``, MAUVE against the same documents; ``--metric`` names one when several do) scores it. The best
 value by the metric's direction wins (the smallest scale on ties). Every value, the choice, the held-out
 positions and the run's identity are written atomically to ``guidance.json`` in the run folder (under the
-run's lease); the task config then names the chosen scale and that file (``docs/text.md``).
+run's lease), with each scale's spread over the metric's seeds where it reports one (MAUVE: the standard
+deviation over its k-means seeds). Each sampler's run chooses its own scale (``docs/text.md``): with
+``rescore`` its snapshots are then scored again at that scale (``suite.run.evaluation.rescore``), rows the
+table shows as that run's re-scored protocol ``guidance=<chosen>``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from suite.run.evaluation import CONDITION_SEED, Evaluator, fixed_choice, open_r
 from suite.run.spec import SpecError, guidance_problem
 
 GUIDANCE_FILE = "guidance.json"
+SPREAD_KEYS = ("std", "n_seeds")
 
 
 def held_out_conditions(n_split: int, n_evaluated: int, n: int) -> Tensor:
@@ -102,20 +106,25 @@ def sweep_guidance(
     model, _ = opened.network(task, ctx.device)
     model.load_state_dict(opened.snapshot(nimg)["ema"])
     sigmas = evaluator.grid("karras", spec.diffusion.solver_steps, None)
-    values = {}
+    values, curve = {}, []
     for g in scales:
         x, real = evaluator.generate(model, len(conditions), sigmas, g, conditions=conditions)
         if real is None:
             raise RuntimeError(f"task {spec.task!r} generated without its conditions' examples")
         inputs = EvalInputs(task.decode_generated(x, model, real.cond), None, task.decode_reference(real))
-        values[g] = float(scorer(inputs)["value"])
-        print(f"{folder.path} kimg {nimg / 1000:g} guidance {g:g}: {scorer.spec.name} {values[g]:.6g}")
+        scored = scorer(inputs)
+        values[g] = float(scored["value"])
+        # a metric's spread over its own seeds (MAUVE: the std over k-means seeds), where it reports one
+        spread = {k: float(scored[k]) for k in SPREAD_KEYS if k in scored}
+        curve.append({"guidance": g, "value": values[g], **spread})
+        shown = f" ± {spread['std']:.3g} over {spread.get('n_seeds', 0):g} seeds" if "std" in spread else ""
+        print(f"{folder.path} kimg {nimg / 1000:g} guidance {g:g}: {scorer.spec.name} {values[g]:.6g}{shown}")
     best = (max if scorer.spec.higher_is_better else min)(sorted(values), key=values.__getitem__)
     record = {
         "chosen": best,
         "metric": scorer.spec.name,
         "higher_is_better": scorer.spec.higher_is_better,
-        "values": [{"guidance": g, "value": v} for g, v in values.items()],
+        "values": curve,
         "kimg": nimg / 1000,
         "held_out": {
             "split": "reference",

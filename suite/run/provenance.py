@@ -88,6 +88,8 @@ def run_started(
         started=folder.info().get("started", now()),
         resumed_from_kimg=state.nimg / 1000 if resumed else None,
         total_kimg=spec.budget.total_nimg / 1000,
+        epochs=spec.budget.epochs,  # when set: total_kimg = epochs × train_examples / 1000
+        train_examples=len(data.train),
         error=None,
     )
 

@@ -49,6 +49,9 @@ class EvalSpec:
     # the task's ``final_eval: per_reference``: the last point generates one sample per reference example,
     # conditioned on that example, scores it against the whole reference split, one range (DDSM's protocol)
     per_reference_final: bool = False
+    # sets of such samples at a per_reference final point; each metric's value is their mean, with its
+    # standard error (DDSM: 5 sets per test window)
+    final_sets: int = 1
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,14 @@ class BudgetSpec:
     eval_points: int
     eval: EvalSpec
     eval_spacing: str = "linear"
+    epochs: float | None = None  # stated in passes over the training set: kimg is derived when the data load
+
+    def for_training_set(self, examples: int) -> BudgetSpec:
+        """The budget of a run that loaded ``examples`` training examples: one stated in epochs trains
+        kimg = epochs · examples / 1000 (its configured kimg is the planning estimate); others unchanged."""
+        if self.epochs is None:
+            return self
+        return replace(self, kimg=self.epochs * examples / 1000)
 
     def compiles(self, device_type: str) -> bool:
         """Whether the training step is compiled on a device of this type (``auto``: on CUDA only)."""
@@ -216,6 +227,7 @@ def _budget(node: DictConfig) -> tuple[BudgetSpec, list[str]]:
         batch_size=r.integer("eval.batch_size"),
         guidance=r.number("eval.guidance", strict=False),
         precision=r.choice("eval.precision", PRECISIONS, absent="fp32"),
+        final_sets=r.integer("eval.final_sets", optional=True) or 1,
     )
     rampup = OmegaConf.select(node, "ema_rampup_ratio", default=None)
     spec = BudgetSpec(
@@ -238,6 +250,7 @@ def _budget(node: DictConfig) -> tuple[BudgetSpec, list[str]]:
         eval_points=r.integer("eval_points"),
         eval=ev,
         eval_spacing=r.choice("eval_spacing", EVAL_SPACINGS, absent="linear"),
+        epochs=None if OmegaConf.select(node, "epochs", default=None) is None else r.number("epochs"),
     )
     return spec, r.problems
 

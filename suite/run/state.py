@@ -30,6 +30,9 @@ from suite.run.distributed import DistContext
 from suite.run.spec import RunSpec
 from suite.task import Task
 
+ADAM_BETAS = (0.9, 0.999)  # EDM's and MDLM's Adam (no weight decay), the optimiser of every run
+ADAM_EPS = 1e-8
+
 
 class TrainingState:
     """Network (preconditioned), EMA copy, Adam and the noise sampler of one run, on the run's device."""
@@ -45,7 +48,7 @@ class TrainingState:
         self.channels_last = parts.channels_last
         self.ema = copy.deepcopy(self.model).eval().requires_grad_(False)
         self.optimizer = torch.optim.Adam(
-            self.model.parameters(), lr=spec.budget.lr, betas=(0.9, 0.999), eps=1e-8, fused=True
+            self.model.parameters(), lr=spec.budget.lr, betas=ADAM_BETAS, eps=ADAM_EPS, fused=True
         )
         ddp = (
             nn.parallel.DistributedDataParallel(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import traceback
 from contextlib import suppress
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +52,14 @@ class Trainer:
     """One run's task, data, training state, step, loop and evaluator; ``run()`` trains and records."""
 
     def __init__(self, spec: RunSpec, run_dir: Path, ctx: DistContext | None = None) -> None:
-        self.spec = spec
         self.ctx = ctx or init_distributed(spec.device)
         self.dir = RunDirectory(run_dir)
         self.task: Task = build_task(spec)
         self.data: TaskData = self.task.load()
         fault_point("data", 0)
+        # a budget in epochs trains them over the training examples loaded here (recorded in run.json)
+        spec = replace(spec, budget=spec.budget.for_training_set(len(self.data.train)))
+        self.spec = spec
         self.state = TrainingState(spec, self.task, self.ctx)
         self.objective = self.task.objective(self.state.weight)
         self.evaluator = Evaluator(spec, self.task, self.data, self.ctx.device) if self.ctx.is_main else None

@@ -443,8 +443,8 @@ print("| --- | --- | --- | --- | --- | --- |")
 print("\n".join(rows))
 print("\nEDM's figures: NVlabs/edm train.py, CIFAR-10 DDPM++ (55.7M parameters, augment 0.12), one NVIDIA "
       "H200, batch 512: 1667 img/s with its fp16 option (--fp16=True), 365 img/s in fp32. "
-      "The suite's bf16 is autocast over the same layout; its paper budget trains with "
-      "augmentation p = 0.12 too." + (" CPU smoke: tiny network, figures meaningless." if size == "smoke"
+      "The suite's bf16 is autocast over the same layout; its paper budget trains in fp32 as EDM "
+      "(bf16 the declared option budget.precision=bf16), with augmentation p = 0.12 too." + (" CPU smoke: tiny network, figures meaningless." if size == "smoke"
                                       else ""))
 EOF
   cat "$EV/cifar10-vs-edm.md"

@@ -5,6 +5,7 @@ refused. ``suite data dna`` refusing a zero-byte genome is in ``tests/integratio
 
 import gzip
 import hashlib
+import math
 import shutil
 import tarfile
 
@@ -17,9 +18,11 @@ import torch.nn.functional as F
 from infonoise_modalities.dna import data as dna
 from infonoise_modalities.dna.network import SeqNet, dilated_conv1d
 from suite.config import compose_run
+from suite.records import RunDirectory
 from suite.run.spec import run_spec
 from suite.run.training import Trainer
 from suite.task import TASKS
+from tests.unit.test_sei import WIDTHS, write_ddsm_checkpoint, write_target_names
 
 
 def revcomp(seq):
@@ -368,3 +371,37 @@ def test_a_resumed_run_draws_the_window_shifts_of_an_uninterrupted_one(tmp_path)
     resumed.train_step()
     pairs = zip(whole.state.model.parameters(), resumed.state.model.parameters(), strict=True)
     assert all(torch.equal(a, b) for a, b in pairs)
+
+
+def test_a_budget_in_epochs_trains_them_over_the_windows_the_run_loaded_and_scores_5_sp_mse_sets(
+    example, tmp_path
+):
+    """DDSM's length is 200 epochs: the run derives its kimg from the training windows it loaded (here the
+    generated windows of 15 TSSs), whatever kimg the budget plans with, and records both in run.json; its
+    final SP-MSE (a narrow random Sei here) is the mean over 5 sets of one sample per test window, with the
+    standard error of that mean."""
+    write_ddsm_checkpoint(tmp_path / "sei.pth")
+    write_target_names(tmp_path / "names", WIDTHS["narrow"].targets)
+    overrides = [
+        f"task.root={example[1]}", "device=cpu", "+budget.epochs=3", "budget.kimg=99", "budget.batch=4",
+        "budget.eval_points=1", "budget.eval.samples=4", "budget.eval.batch_size=4",
+        "+budget.eval.final_sets=5", "budget.tick_kimg=0.004", "budget.checkpoint_kimg=0.1",
+        "task.solver_steps=2", "task.use_fallback_metrics=false", "~task.metrics.sei-fid",
+        f"task.metrics.sp-mse.checkpoint={tmp_path}/sei.pth",
+        f"task.metrics.sp-mse.target_names={tmp_path}/names",
+    ]  # fmt: skip
+    trainer = Trainer(run_spec(compose_run("dna", "edm", "smoke", overrides)), tmp_path / "run")
+    windows = len(trainer.data.train)
+    assert windows == trainer.data.info["train_windows"] > 0
+    assert trainer.spec.budget.kimg == pytest.approx(3 * windows / 1000)
+    info = trainer.run()
+    assert (info["epochs"], info["train_examples"]) == (3, windows)
+    assert info["total_kimg"] == pytest.approx(3 * windows / 1000)
+    assert info["kimg"] == pytest.approx(math.ceil(3 * windows / 4) * 4 / 1000)  # whole batches of 4
+    (row,) = [row for row in RunDirectory(tmp_path / "run").rows() if row["metric"] == "sp-mse"]
+    extra = row["extra"]
+    sets = np.array(extra["set_values"])
+    assert extra["n_sets"] == 5 and len(set(sets.tolist())) == 5  # five sets from disjoint seeds
+    assert row["value"] == pytest.approx(sets.mean())
+    assert extra["set_sem"] == pytest.approx(sets.std(ddof=1) / math.sqrt(5))
+    assert row["n_samples"] == len(trainer.data.reference)  # one sample per test window in each set

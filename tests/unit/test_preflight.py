@@ -295,3 +295,20 @@ def test_an_unprepared_dna_folder_is_one_cause_and_each_missing_sei_file_is_name
         f"error: task dna: Sei file {root}/best.sei.model.pth.tar",  # read by sei-fid and sp-mse: said once
         f"error: task dna: Sei file {root}/target.sei.names",
     ]
+
+
+def test_a_paper_or_short_owt_launch_warns_that_its_guidance_scale_is_provisional(tmp_path):
+    from suite.launch.preflight import provisional_guidance
+    from suite.launch.runner import plan_runs
+
+    def warnings(task, samplers, budget, *overrides):
+        return provisional_guidance(plan_runs(task, samplers, budget, 1, tmp_path, list(overrides)))
+
+    (line,) = warnings("owt", "edm,cos", "paper")  # one line per task, not per sampler
+    assert line.startswith(
+        "warning: owt at budget paper is scored at classifier-free guidance 2, provisional:"
+    )
+    assert "suite guidance RUN" in line
+    assert len(warnings("owt", "edm", "short")) == 1
+    assert warnings("owt", "edm", "smoke") == warnings("owt", "edm", "paper", "budget.eval.guidance=1") == []
+    assert warnings("cifar10", "edm", "paper") == []

@@ -768,7 +768,7 @@ def test_the_caption_names_the_guidance_scale_of_guided_rows_only_and_where_it_c
     run = write_run(tmp_path, "owt", "edm", 0, [(10, 0.5)], metric="mauve", higher=True, comparison="b")
     write_jsonl(run / "records.jsonl", [row | {"guidance": 2.0} for row in read_jsonl(run / "records.jsonl")])
     note = (
-        "; classifier-free guidance scale: owt 2 (provisional: 2.0 awaits `suite guidance` on held-out "
-        "documents, docs/text.md)"
+        "; classifier-free guidance scale: owt 2 (provisional: 2.0 is not measured; each sampler's own "
+        "scale: suite guidance --rescore, docs/text.md)"
     )
     assert comparison_caption(load_records(tmp_path)) == COMPARISON_CAPTION + note
