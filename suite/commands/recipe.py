@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from suite.commands import EXIT_FAILED, EXIT_USAGE
+from suite.exits import EXIT_FAILED, EXIT_USAGE
 
 HELP = "a row's recipe card: every result-deciding setting, its source, and the value a run composes"
 
