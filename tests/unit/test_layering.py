@@ -150,15 +150,23 @@ def test_the_core_imports_no_task_plugin_baseline_or_modality_library():
 PLUGIN_PACKAGES = ("tasks", "baselines", "infonoise_modalities")
 
 
-def module_names_in_strings(source: str, forbidden: tuple[str, ...]) -> list[str]:
-    """The names of a module (dotted, ``a.b``, or as a path, ``a/b.py``) of a ``forbidden`` package that a
-    string of ``source`` spells out, docstrings included: the core finds plugins by entry point, so no
-    string of it may name one to import."""
+def module_names_in_text(text: str, forbidden: tuple[str, ...], first_line: int = 1) -> list[str]:
+    """The names of a module (dotted, ``a.b``, or as a path, ``a/b.py``) of a ``forbidden`` package that
+    ``text`` spells out, each as ``line N: 'name'`` (``text`` starting at line ``first_line``)."""
     pattern = re.compile(rf"(?<![\w./])(?:{'|'.join(forbidden)})(?:[./][A-Za-z_]\w*)+")
+    return [
+        f"line {first_line + text.count(chr(10), 0, match.start())}: {match.group(0)!r}"
+        for match in pattern.finditer(text)
+    ]
+
+
+def module_names_in_strings(source: str, forbidden: tuple[str, ...]) -> list[str]:
+    """The module names (``module_names_in_text``) that the strings of ``source`` spell out, docstrings
+    included: the core finds plugins by entry point, so no string of it may name one to import."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            found += [f"line {node.lineno}: {m.group(0)!r}" for m in pattern.finditer(node.value)]
+            found += module_names_in_text(node.value, forbidden, node.lineno)
     return found
 
 
@@ -174,12 +182,18 @@ def test_the_string_scan_finds_module_names_dotted_and_as_paths():
 
 
 def test_no_string_of_the_core_names_a_plugin_or_modality_module():
+    """Every string of a core module, and the whole text of the core's config files (comments too)."""
     found = [
         f"{name}: {hit}"
         for name, path in repository_modules().items()
         if name.split(".")[0] == "suite"
         for hit in module_names_in_strings(path.read_text(), PLUGIN_PACKAGES)
     ]
+    for path in sorted((ROOT / "suite").rglob("*.yaml")):
+        found += [
+            f"{path.relative_to(ROOT)}: {hit}"
+            for hit in module_names_in_text(path.read_text(), PLUGIN_PACKAGES)
+        ]
     assert not found, "; ".join(found)
 
 
