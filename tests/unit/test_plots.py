@@ -27,10 +27,11 @@ from suite.report.plots import (
 from suite.report.profile import PosthocProfile, empirical_profile, saved_profile, write_posthoc
 from suite.report.report import config_overrides, hydra_value, reproduce_command
 from suite.report.table import load_records
-from tests.plugins.mog2d import CONF as MOG2D_CONF
+from tests.plugins import mog2d
 from tests.plugins.mog2d import MixtureOfGaussians
 from tests.unit.test_table import final_protocol_run, write_run
 
+PLUGIN_TASK = Path(mog2d.__file__).parent / "conf" / "task" / "mog2d.yaml"
 U = np.linspace(math.log(0.002), math.log(80.0), 129)
 CENTRES = np.linspace(U[0], U[-1], 17)[:-1] + (U[-1] - U[0]) / 32
 KIMG = [2.0, 4.0, 8.0]
@@ -189,7 +190,7 @@ def test_alignment_without_a_profile(results: Path, tmp_path: Path):
 def test_empirical_profile_through_a_task_plugin(tmp_path: Path):
     """The default profile loads the training split through the task registry: the mixture plugin's 32 points
     are memorised at small σ and cost their total variance at large σ."""
-    task_cfg = OmegaConf.to_container(OmegaConf.load(MOG2D_CONF / "task" / "mog2d.yaml"))
+    task_cfg = OmegaConf.to_container(OmegaConf.load(PLUGIN_TASK))
     task_cfg |= MixtureOfGaussians.example_data(tmp_path, 32)
     points = torch.from_numpy(np.load(tmp_path / "points.npy")).double()
     sigma = np.geomspace(0.001, 100, 12)

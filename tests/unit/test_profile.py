@@ -25,9 +25,10 @@ from suite.report.profile import (
     task_examples,
 )
 from suite.task import TASKS
-from tests.plugins.seqtoy import CONF as SEQTOY_CONF
+from tests.plugins import seqtoy
 from tests.plugins.seqtoy import SequenceToy
 
+PLUGIN_TASK = Path(seqtoy.__file__).parent / "conf" / "task" / "seqtoy.yaml"
 SIGMA = np.geomspace(0.002, 80.0, 41)
 STEP = math.log(SIGMA[1] / SIGMA[0])
 
@@ -120,7 +121,7 @@ def test_a_task_that_declares_a_learned_model_space_says_why_the_profile_does_no
 
 
 def test_task_examples_are_the_flattened_examples_of_the_training_split(tmp_path: Path):
-    task_cfg = OmegaConf.to_container(OmegaConf.load(SEQTOY_CONF / "task" / "seqtoy.yaml"))
+    task_cfg = OmegaConf.to_container(OmegaConf.load(PLUGIN_TASK))
     task_cfg |= SequenceToy.example_data(tmp_path, 5)
     train = SequenceToy(OmegaConf.create(task_cfg)).load().train
     examples = train.batch(torch.arange(5), torch.device("cpu")).x0
