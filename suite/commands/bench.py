@@ -1,5 +1,5 @@
 """``suite bench train|sampler|eval|sweep|statistics``: measured speed figures, side by side in one run
-(``suite.report.bench``), and the simulated studies through the table's statistics
+(``suite.measure.bench``), and the simulated studies through the table's statistics
 (``suite.report.bench_statistics``)."""
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
         from suite.report.bench_statistics import print_simulation
 
         return print_simulation(args.replications, args.pilots, args.seed)
-    from suite.report.bench import BenchRequest, measure
+    from suite.measure.bench import measure
+    from suite.measure.request import BenchRequest
 
     options = ("batch", "steps", "variants", "runs", "samples")
     return measure(

@@ -1,5 +1,5 @@
 """``suite profile``: the post hoc information profile of a task's data
-(``suite.report.profile.write_profile``)."""
+(``suite.measure.profile.write_profile``)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from suite.launch.preflight import group_flags
-    from suite.report.profile import write_profile
+    from suite.measure.profile import write_profile
 
     flags = {"task": args.task, "budget": args.budget, "results": args.results}
     chosen, overrides = group_flags(flags, args.overrides)

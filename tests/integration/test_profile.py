@@ -8,9 +8,7 @@ from pathlib import Path
 import pytest
 
 from suite.cli import main
-from suite.report.profile import (
-    write_profile,
-)
+from suite.measure.profile import write_profile
 
 
 def test_task_and_results_overrides_choose_the_task_and_the_folder_of_the_profile(tmp_path, capsys):

@@ -219,7 +219,7 @@ def test_the_core_import_graph_has_no_cycles():
     assert not found, "import cycles in suite/: " + "; ".join(found)
 
 
-WINGS = ("noise", "run", "launch", "report", "commands")
+WINGS = ("noise", "run", "launch", "report", "measure", "commands")
 
 
 def level(module: str) -> int:
@@ -239,14 +239,14 @@ def downward_imports(graph: dict[str, set[str]]) -> list[str]:
 def test_the_storey_of_a_module_is_its_wing():
     assert [level(m) for m in ("suite.records", "suite.metrics.frechet", "suite.noise.sampler")] == [0, 0, 1]
     assert [level(m) for m in ("suite.run.step", "suite.launch.study", "suite.report.table")] == [2, 3, 4]
-    assert [level(m) for m in ("suite.commands.run", "suite.cli", "suite.noise")] == [5, 6, 1]
+    assert [level(m) for m in ("suite.measure.bench", "suite.commands.run", "suite.cli")] == [5, 6, 7]
     assert downward_imports({"suite.run.step": {"suite.noise.sampler", "suite.report.table"}}) == [
         "suite.run.step imports suite.report.table"
     ]
 
 
 def test_each_wing_imports_only_the_floor_and_the_wings_below_it():
-    """noise < run < launch < report < commands < cli, the shared floor (task, registry, records, config, …)
+    """noise < run < launch < report < measure < commands < cli, the shared floor (task, registry, records, config, …)
     under all of them: a module never imports one of a higher storey, at module level or in a function."""
     graph = import_graph({n: p for n, p in repository_modules().items() if n.split(".")[0] == "suite"})
     assert {m.split(".")[1] for m in graph if len(m.split(".")) > 2} >= set(WINGS)

@@ -11,6 +11,7 @@ import torch
 from omegaconf import OmegaConf
 
 from suite.config import compose_run, to_dict
+from suite.measure.profile import empirical_profile
 from suite.noise.weighting import EDMWeight, UniformWeight
 from suite.report.plots import (
     allocation_median,
@@ -24,7 +25,7 @@ from suite.report.plots import (
     quality_figure,
     registered_densities,
 )
-from suite.report.profile import PosthocProfile, empirical_profile, saved_profile, write_posthoc
+from suite.report.profile import PosthocProfile, saved_profile, write_posthoc
 from suite.report.report import config_overrides, hydra_value, reproduce_command
 from suite.report.table import load_records
 from tests.plugins import mog2d

@@ -12,11 +12,8 @@ from omegaconf import OmegaConf
 
 from suite.cli import main
 from suite.config import compose_run
-from suite.noise.analytic import GaussianData, PointSetData
-from suite.noise.information import gaussian_mmse, point_set_mmse
-from suite.report.profile import (
+from suite.measure.profile import (
     SETTINGS,
-    ProfileCurve,
     ProfileNotApplicable,
     coordinate_bound,
     exact_point_set,
@@ -24,6 +21,9 @@ from suite.report.profile import (
     profile_report,
     task_examples,
 )
+from suite.noise.analytic import GaussianData, PointSetData
+from suite.noise.information import gaussian_mmse, point_set_mmse
+from suite.report.profile import ProfileCurve
 from suite.task import TASKS
 from tests.plugins import seqtoy
 from tests.plugins.seqtoy import SequenceToy

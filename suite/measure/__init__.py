@@ -1,0 +1,3 @@
+"""Measurements that are not results: the benchmarks of ``suite bench`` (training, samplers, evaluation,
+concurrent runs) and the post hoc information profile of a task's data (``suite profile``). They train,
+time or compute; the report wing draws and tabulates what they write."""
