@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         args.overrides = [*args.overrides, *overrides]
     if debug:
         os.environ["SUITE_DEBUG"] = (
-            "1"  # a failed run's traceback on the terminal too (suite.launch.runner.attempt)
+            "1"  # a failed run's traceback on the terminal too (suite.launch.local.attempt)
         )
     from suite.stopping import Interrupted, stop_requests  # no torch: handlers in place before heavy imports
 

@@ -9,7 +9,7 @@ samplers are compared with nothing else changed. What a task changes with the bu
 of its config, ``sizes``, resolved at composition (``apply_size``), so both hashes cover only the chosen
 size's values. Where files sit (``task.root``, ``task.download``, the results folder), the device and the
 live loggers (``watch``) enter neither hash: the data's identity is its content fingerprint, which each run
-records and which must agree across the runs of a comparison (``suite.launch.runner``).
+records and which must agree across the runs of a comparison (``suite.launch.plan``).
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ against their ranges. This module imports nothing of the suite.
 ``unknown_name`` words the error for a bad name, naming the value, the closest valid names and every valid
 one, e.g. ``unknown task 'cifar'; did you mean dcifar, cifar10? valid tasks: bfashion, bmnist, …``
 (``suite.config.check_names`` raises it for a command's names; ``suite.cli`` prints it as one ``error:``
-line, exit status 2); ``suite.launch.runner`` and ``suite.config`` word their other name checks the same way.
+line, exit status 2); ``suite.launch.plan`` and ``suite.config`` word their other name checks the same way.
 A task or sampler that has a config but no registered plugin is still refused later, by
-``suite.launch.runner``, once the plugins are imported. The number checks are ``argparse`` types: a bad value
+``suite.launch.plan``, once the plugins are imported. The number checks are ``argparse`` types: a bad value
 ends the parse with argparse's one-line usage error (exit status 2).
 
 A name that becomes part of a path (a task, a budget, a sampler label, a study) is one path component of

@@ -6,7 +6,7 @@ SIGINT. All three are handled alike, for the whole launch: ``suite run`` install
 (before the heavy imports), a SLURM job at its entry point, and a run on its own while it trains. A handler
 only records the request; the launch reads it at these points:
 
-  * before each run (``suite.launch.runner.run_local``): a stop between runs starts no further run;
+  * before each run (``suite.launch.local.run_local``): a stop between runs starts no further run;
   * after a run's data are loaded: the run stops before training, its lease released;
   * after every training step: the run checkpoints and stops (``suite.run.loop``);
   * between the generation batches, seed ranges, metrics and feature batches of an evaluation: the

@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from suite.config import check_names
 
     check_names(args.task, None, None)
-    from suite.launch.runner import resolve_task
+    from suite.launch.plan import resolve_task
     from suite.task import TASKS
 
     if len(args.paths) > 2:

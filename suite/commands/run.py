@@ -1,8 +1,8 @@
 """``suite run``: train and evaluate runs (locally or as SLURM job arrays).
 
 The flags become one :class:`suite.launch.request.LaunchRequest` (:func:`launch_request`); the runs come
-from ``--task``/``--sampler``/``--budget``/``--seeds`` (``suite.launch.runner.plan_runs``) or from a study
-file (``suite.launch.study``), and both go through ``suite.launch.request.launch``."""
+from ``--task``/``--sampler``/``--budget``/``--seeds`` (``suite.launch.plan.plan_runs``) or from a study
+file (``suite.launch.study``), and both go through ``suite.launch.dispatch.launch``."""
 
 from __future__ import annotations
 
@@ -90,8 +90,8 @@ def run(args: argparse.Namespace) -> int:
     from suite.run.seeds import command_seeds
 
     seeds, overrides = command_seeds(args.seeds, args.overrides)
+    from suite.launch.dispatch import launch
     from suite.launch.preflight import group_flags
-    from suite.launch.request import launch
 
     flags = {"task": args.task, "sampler": args.sampler, "budget": args.budget, "results": args.results}
     chosen, overrides = group_flags(flags, overrides)
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         return run_study(args.study, args.overrides, request)
     if chosen["task"] is None:
         raise ValueError("suite run needs --task TASK (suite list names them) or --study FILE")
-    from suite.launch.runner import check_runs, describe, describe_configs, plan_runs
+    from suite.launch.plan import check_runs, describe, describe_configs, plan_runs
 
     runs = plan_runs(
         chosen["task"],

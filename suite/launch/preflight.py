@@ -1,6 +1,6 @@
 """The preflight: what a launch needs, checked before any run starts (``suite run``, ``--dry-run`` included).
 
-After the planned runs' values are checked (``suite.launch.runner.check_runs``), :func:`preflight` looks at
+After the planned runs' values are checked (``suite.launch.plan.check_runs``), :func:`preflight` looks at
 what the runs that are not done will need from this machine and the cluster, and reports each cause once, on
 one line, in a :class:`PreflightError`; nothing runs while one is found:
 
@@ -34,16 +34,17 @@ import math
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from suite.config import to_dict
+from suite.launch.cluster import DEFAULT_PROFILE, load_profile
+from suite.launch.cost import planned_cost
+from suite.launch.plan import PlannedRun
+from suite.launch.request import LaunchRequest
 from suite.metrics import metric_problems
 from suite.run.assembly import build_loss_weight, build_noise_sampler, build_task
 from suite.run.spec import RunSpec
-
-if TYPE_CHECKING:
-    from suite.launch.request import LaunchRequest
-    from suite.launch.runner import PlannedRun
+from suite.task import TASKS
 
 FILE_OPTIONS = ("weights_path", "checkpoint", "target_names")
 
@@ -172,10 +173,6 @@ def evaluation_size_problem(spec: RunSpec) -> str | None:
 def slurm_problems(runs: Sequence[PlannedRun], request: LaunchRequest) -> list[str]:
     """Runs whose planned hours the profile's jobs and requeues do not cover, one line per (task, budget,
     resources)."""
-    from suite.launch.cost import planned_cost
-    from suite.launch.slurm import DEFAULT_PROFILE, load_profile
-    from suite.task import TASKS
-
     profile = load_profile(request.profile or DEFAULT_PROFILE)
     overrides = request.resources
     hours: dict[str, float] = {}
@@ -202,8 +199,6 @@ def slurm_problems(runs: Sequence[PlannedRun], request: LaunchRequest) -> list[s
 def provisional_guidance(runs: Sequence[PlannedRun]) -> list[str]:
     """One ``warning:`` line per task that a ``paper`` or ``short`` run evaluates guided at a scale its task
     calls provisional (``Task.guidance_source``): a scale measured on none of the launch's samplers."""
-    from suite.task import TASKS
-
     lines: dict[str, None] = {}
     for run in runs:
         spec = run.spec

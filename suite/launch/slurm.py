@@ -11,14 +11,14 @@
   ``suite.run.distributed`` builds the process group from SLURM's variables;
 * with ``--runs-per-gpu K`` each array task carries up to K runs of one group (single-GPU or CPU runs
   only), asks for K times the run's CPUs and memory and one run's GPUs, and trains them as K processes on
-  that device (:func:`run_pack_job`, through ``suite.launch.runner.run_concurrently``);
+  that device (:func:`run_pack_job`, through ``suite.launch.packed.run_concurrently``);
 * every submitted run gets ``slurm.json`` in its directory (job id, array index, log files, submit time),
   which ``suite status`` reads to ask ``sacct`` about the job.
 
 ``suite run --study FILE --dry-run --launcher slurm`` prints the arrays that would be submitted
 (:func:`describe_arrays`) and submits nothing.
 
-Requeue and preemption. Each job runs :func:`run_job`, which calls ``suite.launch.runner.run_one``. A run
+Requeue and preemption. Each job runs :func:`run_job`, which calls ``suite.launch.local.run_one``. A run
 checkpoints by itself on SIGTERM, SIGUSR2 and SIGINT (``suite.stopping``, handled from the job's start) and
 resumes from its newest checkpoint when it starts again,
 dropping any record written after that checkpoint, so it never writes a record twice; submitit's own
@@ -48,156 +48,41 @@ checkout on ``PYTHONPATH``); sbatch passes the submitting shell's environment to
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import yaml
-
+from suite.config import to_dict
 from suite.exits import EXIT_INTERRUPTED
-from suite.records import RunDirectory, host_info, now, read_json, write_json
+from suite.launch.cluster import (
+    DEFAULT_PROFILE,
+    SUBMISSION_FILE,
+    Profile,
+    Resources,
+    _job_state,
+    active_jobs,
+    load_profile,
+    max_array_size,
+    read_submission,
+    slurm_command,
+)
+from suite.launch.local import run_one
+from suite.launch.packed import check_pack_size, run_concurrently
+from suite.launch.plan import PlannedRun
+from suite.launch.request import LaunchRequest
+from suite.records import RunDirectory, host_info, now, write_json
 from suite.registry import import_plugins
 from suite.stopping import Interrupted, stop_requests
+from suite.task import TASKS
 
-if TYPE_CHECKING:  # the runner imports torch; `suite status` only needs the helpers here
+if TYPE_CHECKING:
     import submitit
 
-    from suite.launch.request import LaunchRequest
-    from suite.launch.runner import PlannedRun
-
-PROFILE_DIR = Path(__file__).resolve().parents[2] / "slurm" / "profiles"
-DEFAULT_PROFILE = "local"
-DEFAULT_MAX_ARRAY_SIZE = 1001  # Slurm's default MaxArraySize
-SUBMISSION_FILE = "slurm.json"
-PROFILE_SECTIONS = ("defaults", "modalities", "tasks", "setup", "sbatch")
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Resources:
-    """What one run asks SLURM for; runs of one task with equal resources share a job array."""
-
-    partition: str | None = None
-    gpus_per_run: int = 0
-    cpus_per_task: int = 1
-    mem_gb: float = 2
-    time_min: int = 60
-    array_parallelism: int = 256
-    slurm_signal_delay_s: int = 90
-    max_requeues: int = 10
-
-    def __post_init__(self) -> None:
-        for name in RESOURCE_KEYS[1:]:
-            value = getattr(self, name)
-            least = 0 if name == "gpus_per_run" else 1
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < least:
-                raise ValueError(f"resource {name} must be a number >= {least}, got {value!r}")
-
-    def describe(self) -> str:
-        """Short human-readable summary."""
-        where = self.partition or "default partition"
-        return (
-            f"{where}, {self.gpus_per_run} GPU(s), {self.cpus_per_task} CPU(s)/task, {self.mem_gb:g} GB, "
-            f"{self.time_min} min"
-        )
-
-
-RESOURCE_KEYS = tuple(f.name for f in fields(Resources))
-
-
-@dataclass(frozen=True)
-class Profile:
-    """A cluster profile: resource defaults per modality and task, setup lines and extra sbatch options."""
-
-    name: str
-    defaults: Mapping[str, Any]
-    modalities: Mapping[str, Mapping[str, Any]]
-    tasks: Mapping[str, Mapping[str, Any]]
-    setup: tuple[str, ...] = ()
-    sbatch: Mapping[str, Any] = field(default_factory=dict)
-
-    def resources(self, task: str, modality: str, overrides: Mapping[str, Any] | None = None) -> Resources:
-        """Resources of a run: defaults < modality < task < ``overrides`` (None values are ignored)."""
-        merged: dict[str, Any] = {}
-        for layer in (self.defaults, self.modalities.get(modality, {}), self.tasks.get(task, {})):
-            merged.update(layer)
-        merged.update({k: v for k, v in (overrides or {}).items() if v is not None})
-        return Resources(**merged)
-
-
-def _check_keys(where: str, layer: Any) -> Mapping[str, Any]:
-    if not isinstance(layer, Mapping):
-        raise ValueError(f"{where} must be a mapping, got {layer!r}")
-    unknown = sorted(set(layer) - set(RESOURCE_KEYS))
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(RESOURCE_KEYS)}")
-    return dict(layer)
-
-
-def profile_path(name: str) -> Path:
-    """The YAML file of a profile: a path to a file, or a name in ``slurm/profiles/``."""
-    given = Path(name)
-    if given.suffix in (".yaml", ".yml") or given.is_file():
-        if not given.is_file():
-            raise FileNotFoundError(f"no cluster profile file {given}")
-        return given
-    path = PROFILE_DIR / f"{name}.yaml"
-    if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))) or "none"
-        raise ValueError(f"unknown cluster profile {name!r}; profiles in {PROFILE_DIR}: {known}")
-    return path
-
-
-def load_profile(name: str = DEFAULT_PROFILE) -> Profile:
-    """Read and check a cluster profile (see ``slurm/profiles/local.yaml`` for the format)."""
-    path = profile_path(name)
-    raw = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(raw, Mapping):
-        raise ValueError(f"{path}: a cluster profile is a mapping of {', '.join(PROFILE_SECTIONS)}")
-    unknown = sorted(set(raw) - set(PROFILE_SECTIONS))
-    if unknown:
-        valid = ", ".join(PROFILE_SECTIONS)
-        raise ValueError(f"{path}: unknown section(s) {', '.join(unknown)}; valid: {valid}")
-    setup = raw.get("setup") or []
-    if not isinstance(setup, list) or not all(isinstance(line, str) for line in setup):
-        raise ValueError(f"{path}: setup must be a list of shell lines")
-    sbatch = raw.get("sbatch") or {}
-    if not isinstance(sbatch, Mapping):
-        raise ValueError(f"{path}: sbatch must be a mapping of sbatch options")
-    modalities, tasks = raw.get("modalities") or {}, raw.get("tasks") or {}
-    return Profile(
-        name=path.stem,
-        defaults=_check_keys(f"{path}: defaults", raw.get("defaults") or {}),
-        modalities={k: _check_keys(f"{path}: modalities.{k}", v or {}) for k, v in modalities.items()},
-        tasks={k: _check_keys(f"{path}: tasks.{k}", v or {}) for k, v in tasks.items()},
-        setup=tuple(setup),
-        sbatch=dict(sbatch),
-    )
-
-
-def slurm_command(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str] | None:
-    """Run a SLURM client command; None when it cannot be started or times out."""
-    try:
-        return subprocess.run(list(args), capture_output=True, text=True, timeout=timeout, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-
-
-def max_array_size() -> int:
-    """The cluster's MaxArraySize (largest array index + 1) from ``scontrol show config``; else 1001."""
-    out = slurm_command("scontrol", "show", "config", timeout=30)
-    return parse_max_array_size(out.stdout if out and out.returncode == 0 else "")
-
-
-def parse_max_array_size(text: str) -> int:
-    """MaxArraySize from the text of ``scontrol show config``; 1001 when it is absent or 0."""
-    match = re.search(r"^MaxArraySize\s*=\s*(\d+)", text, re.MULTILINE)
-    return int(match.group(1)) if match and int(match.group(1)) > 0 else DEFAULT_MAX_ARRAY_SIZE
 
 
 def chunked(items: Sequence[T], size: int) -> list[list[T]]:
@@ -230,18 +115,6 @@ def executor_parameters(
     if resources.partition:
         params["slurm_partition"] = resources.partition
     return params
-
-
-def read_submission(run_dir: str | Path) -> dict[str, Any]:
-    """The run's ``slurm.json`` ({} if it was never submitted to SLURM)."""
-    path = Path(run_dir) / SUBMISSION_FILE
-    return read_json(path) if path.is_file() else {}
-
-
-def active_jobs() -> set[str] | None:
-    """Ids (``123`` or ``123_4``) of this user's queued and running jobs; None when squeue fails."""
-    out = slurm_command("squeue", "--me", "-h", "-r", "-o", "%i")
-    return set(out.stdout.split()) if out and out.returncode == 0 else None
 
 
 def _queued(runs: Sequence[PlannedRun]) -> tuple[list[PlannedRun], int]:
@@ -295,8 +168,6 @@ def array_plan(
 ) -> list[tuple[str, Resources, list[list[PlannedRun]]]]:
     """The job arrays to submit: (task, resources, one list of runs per array task), the runs grouped by
     task and resources, ``runs_per_task`` to an array task, at most ``limit`` tasks to an array."""
-    from suite.launch.runner import check_pack_size
-    from suite.task import TASKS
 
     check_pack_size(runs_per_task)
     groups: dict[tuple[str, Resources], list[PlannedRun]] = {}
@@ -360,8 +231,6 @@ def submit(runs: Sequence[PlannedRun], request: LaunchRequest) -> int:
     """Submit the unfinished ``runs`` as job arrays and return at once, printing the job ids."""
     import submitit
 
-    from suite.config import to_dict
-
     profile = load_profile(request.profile or DEFAULT_PROFILE)
     overrides = request.resources
     per_task = request.runs_per_gpu
@@ -412,21 +281,6 @@ def submit(runs: Sequence[PlannedRun], request: LaunchRequest) -> int:
     return 0
 
 
-# -- inside the job -------------------------------------------------------------------------------------
-
-
-def _job_state(job_id: str) -> str | None:
-    """SLURM's JobState of ``job_id`` (e.g. RUNNING, COMPLETING), None when scontrol fails."""
-    out = slurm_command("scontrol", "show", "job", "-o", job_id)
-    return parse_job_state(out.stdout) if out and out.returncode == 0 else None
-
-
-def parse_job_state(text: str) -> str | None:
-    """The JobState field of ``scontrol show job -o`` (one line per job), None when there is none."""
-    match = re.search(r"\bJobState=(\S+)", text)
-    return match.group(1) if match else None
-
-
 def requeue_refusal(job_id: str, state: str | None, restarts: int, max_requeues: int) -> str | None:
     """Why a job stopped on a signal must not requeue itself (None: it must): SLURM ends a job that is no
     longer RUNNING and decides on its own whether it runs again; a job requeues itself at most
@@ -458,8 +312,6 @@ def run_job(cfg_dict: dict[str, Any], run_dir: str, max_requeues: int) -> dict[s
     main_rank = int(os.environ.get("SLURM_PROCID", "0")) == 0
     try:
         with stop_requests():  # from the job's start: a stop during imports or data loading is clean too
-            from suite.launch.runner import run_one
-
             import_plugins()
             return run_one(cfg_dict, run_dir)
     except Interrupted as stop:
@@ -478,11 +330,10 @@ def run_pack_job(
     cfg_dicts: list[dict[str, Any]], run_dirs: list[str], max_requeues: int
 ) -> list[dict[str, Any]]:
     """Entry point of an array task carrying several runs: train them at once, each in its own process on
-    the task's device (``suite.launch.runner.run_concurrently``, which forwards SIGTERM and SIGUSR2 to them),
+    the task's device (``suite.launch.packed.run_concurrently``, which forwards SIGTERM and SIGUSR2 to them),
     and
     return their run.json. After all have ended: when one stopped on a signal, requeue as :func:`run_job`
     does and exit 130; when one failed, record the failure in its run.json if train() could not and raise."""
-    from suite.launch.runner import run_concurrently
 
     outcomes = run_concurrently(list(zip(cfg_dicts, run_dirs, strict=True)), len(run_dirs), run_dirs)
     for (outcome, why), run_dir in zip(outcomes, run_dirs, strict=True):

@@ -13,7 +13,7 @@ A study file (``studies/*.yaml``) is a mapping of these keys::
     target: edm                    # optional: the sampler every other is compared with, fixed in advance
 
 The grid is tasks × samplers × seeds (× sweeps) at the budget. Each task's runs are planned by
-``suite.launch.runner.plan_runs`` with the study's overrides followed by the task's own, exactly as the
+``suite.launch.plan.plan_runs`` with the study's overrides followed by the task's own, exactly as the
 command line
 ``suite run --task T --sampler S1,S2 --budget B --seeds N [overrides]`` plans them: a study's runs are the run
 folders of those command lines, so a study resumes, skips finished runs and shares comparisons with them.
@@ -23,8 +23,8 @@ data root, whether to download); these enter no hash, so ``suite table --study``
 them. Everything that changes a run's numbers belongs in the study file.
 
 ``suite run --study FILE --runs-per-gpu K`` trains the grid K runs at a time on one device, as ``suite run
---task … --runs-per-gpu K`` does (``suite.launch.runner.run_packed``; on SLURM, K runs per array task).
-``suite run --study FILE --dry-run`` checks every run (``suite.launch.runner.check_runs``) and what the runs
+--task … --runs-per-gpu K`` does (``suite.launch.packed.run_packed``; on SLURM, K runs per array task).
+``suite run --study FILE --dry-run`` checks every run (``suite.launch.plan.check_runs``) and what the runs
 need (``suite.launch.preflight``), and prints the grid (one line per run and its status), the planned cost per
 task row and in total (``suite.launch.cost.planned_cost`` of one run per comparison, times its runs), and with
 ``--launcher slurm`` the job arrays (``suite.launch.slurm``).
@@ -46,8 +46,10 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
 
 from suite.config import group_options
-from suite.launch.request import LaunchRequest, launch
-from suite.launch.runner import PlannedRun, check_runs, describe, plan_runs, resolve_samplers, resolve_task
+from suite.launch.cost import planned_cost
+from suite.launch.dispatch import launch
+from suite.launch.plan import PlannedRun, check_runs, describe, plan_runs, resolve_samplers, resolve_task
+from suite.launch.request import LaunchRequest
 from suite.run.seeds import describe_seeds, parse_seeds
 
 STUDY_KEYS = ("name", "description", "budget", "seeds", "tasks", "samplers", "overrides", "target")
@@ -226,7 +228,7 @@ def check_command_line(study: Study, overrides: list[str]) -> None:
 
 
 def plan_study(study: Study, results: str | Path, extra: list[str] | None = None) -> list[StudyRow]:
-    """The study's runs, task by task, planned by ``suite.launch.runner.plan_runs``; ``extra`` (where things
+    """The study's runs, task by task, planned by ``suite.launch.plan.plan_runs``; ``extra`` (where things
     sit, see ``check_command_line``) applies to every run."""
     rows = []
     for task, own in study.tasks.items():
@@ -255,8 +257,6 @@ def describe_cost(rows: list[StudyRow]) -> str:
     """Planned training cost per task row and in total: ``planned_cost`` of one run of each comparison,
     times that comparison's runs; each row names its planning rate by a number, the rates listed below
     (``suite.launch.cost.planning_rate``: a bench of the same network, else of its modality, else EDM's)."""
-    from suite.launch.cost import planned_cost
-
     lines = [
         f"  {'task':<14} {'runs':>5} {'GFLOP/example':>14} {'examples/run':>14} {'device-h/run':>13} "
         f"{'device-hours':>13}  rate"
@@ -306,7 +306,7 @@ def describe_study(study: Study) -> str:
 
 def run_study(path: str | Path, overrides: list[str], request: LaunchRequest) -> int:
     """``suite run --study FILE``: check every run of the grid, then print it (``--dry-run``), submit it
-    (``--launcher slurm``) or run it here (``suite.launch.request.launch``)."""
+    (``--launcher slurm``) or run it here (``suite.launch.dispatch.launch``)."""
     study = load_study(path)
     check_command_line(study, overrides)
     rows = plan_study(study, request.results, overrides)

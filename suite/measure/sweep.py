@@ -68,7 +68,7 @@ def sweep_worker(request: BenchRequest, start: Barrier, report: Connection) -> N
 
 def concurrent_runs(request: BenchRequest, count: int) -> list[dict[str, Any]]:
     """The reports of ``count`` concurrent :func:`sweep_worker` processes; raises if one of them failed."""
-    from suite.launch.runner import child_environment, usable_cores
+    from suite.launch.packed import child_environment, usable_cores
 
     spawn = multiprocessing.get_context("spawn")
     start = spawn.Barrier(count)

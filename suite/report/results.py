@@ -2,7 +2,7 @@
 
 A run directory is any folder under the results root that holds ``run.json``, ``records.jsonl`` or a SLURM
 submission record ``slurm.json`` (the
-layout ``runs/<task>-<budget>-<comparison hash>/<sampler label>/seed<k>/`` of ``suite.launch.runner``, also
+layout ``runs/<task>-<budget>-<comparison hash>/<sampler label>/seed<k>/`` of ``suite.launch.plan``, also
 when copied under another folder such as ``gpu/``: the folders between the root and ``runs/`` are the run's
 *origin*). The table, the figures, the report and ``suite status`` all read through this module; the row
 schema is ``suite.records.EVALUATION_COLUMNS``.

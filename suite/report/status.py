@@ -35,7 +35,7 @@ from typing import Any
 
 import pandas as pd
 
-from suite.launch.slurm import read_submission, slurm_command
+from suite.launch.cluster import read_submission, slurm_command
 from suite.lease import Holder, LeaseFile, judge, read_lease, stale_limit
 from suite.report.results import DAMAGED, RunRecord, find_runs
 from suite.watch import format_eta

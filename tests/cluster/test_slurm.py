@@ -26,11 +26,9 @@ import pytest
 from suite.cli import build_parser
 from suite.commands.run import launch_request
 from suite.config import group_options
-from suite.launch.runner import plan_runs
-from suite.launch.slurm import (
-    max_array_size,
-    submit,
-)
+from suite.launch.cluster import max_array_size
+from suite.launch.plan import plan_runs
+from suite.launch.slurm import submit
 from suite.records import read_json, read_jsonl
 from suite.report.status import ENDED_STATES, collect, sacct_states
 from tests.helpers.datagen import write_mnist_format

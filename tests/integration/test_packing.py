@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from suite.launch.runner import usable_cores
+from suite.launch.packed import usable_cores
 from suite.records import read_jsonl
 from suite.run.checkpoint import list_checkpoints
 from tests.helpers.subprocesses import cli_command, cli_env

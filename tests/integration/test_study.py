@@ -10,8 +10,8 @@ import pytest
 
 from suite.cli import main
 from suite.config import compose_run, group_options
-from suite.launch.runner import usable_cores
-from suite.launch.slurm import max_array_size
+from suite.launch.cluster import max_array_size
+from suite.launch.packed import usable_cores
 from suite.launch.study import load_study
 from suite.records import read_jsonl
 from tests.helpers.datagen import write_mnist_format

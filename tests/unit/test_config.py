@@ -12,7 +12,7 @@ from suite.config import (
     group_options,
     sampler_label,
 )
-from suite.launch.runner import plan_runs
+from suite.launch.plan import plan_runs
 from suite.task import TASKS
 from tests.helpers.datagen import write_mnist_format
 

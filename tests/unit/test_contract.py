@@ -30,7 +30,7 @@ from omegaconf import DictConfig
 
 from suite.config import compose_run, group_options
 from suite.launch.cost import example_batch
-from suite.launch.runner import run_problems
+from suite.launch.plan import run_problems
 from suite.metrics import EvalInputs
 from suite.registry import ContractError
 from suite.run.assembly import build_model, build_parts

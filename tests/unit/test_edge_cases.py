@@ -11,7 +11,7 @@ import signal
 import pytest
 
 from suite.cli import main
-from suite.launch.runner import check_runs, plan_runs
+from suite.launch.plan import check_runs, plan_runs
 from suite.stopping import Interrupted, stop_requests
 
 
@@ -41,16 +41,16 @@ def test_a_stop_request_during_planning_ends_it_before_the_next_run_is_planned(t
 
 
 def test_suite_run_stopped_while_planning_exits_130(tmp_path, capsys, monkeypatch):
-    import suite.launch.runner
+    import suite.launch.plan
 
-    planned = suite.launch.runner.compose_seeds
+    planned = suite.launch.plan.compose_seeds
 
     def compose_then_stop(*args, **kwargs):  # the real composition, then the user's Ctrl-C
         configs = planned(*args, **kwargs)
         os.kill(os.getpid(), signal.SIGINT)
         return configs
 
-    monkeypatch.setattr(suite.launch.runner, "compose_seeds", compose_then_stop)
+    monkeypatch.setattr(suite.launch.plan, "compose_seeds", compose_then_stop)
     assert (
         main(["run", "--task", "bfashion", "--sampler", "edm", "--seeds", "5", "--results", str(tmp_path)])
         == 130

@@ -160,7 +160,7 @@ def test_a_seed_override_contradicting_the_seeds_is_refused_naming_both(flag, ov
 
 
 def test_a_seed_list_plans_exactly_those_seed_folders(tmp_path: Path):
-    from suite.launch.runner import plan_runs
+    from suite.launch.plan import plan_runs
     from suite.run.seeds import parse_seeds
 
     runs = plan_runs("bfashion", "edm,logu", "smoke", parse_seeds("0,2,5"), tmp_path)

@@ -375,7 +375,7 @@ def test_status_shows_another_hosts_heartbeat_age_and_a_future_one_with_its_skew
 
 def test_a_launch_whose_runs_were_all_skipped_as_busy_exits_3_with_one_line_per_run(tmp_path, capsys):
     from suite.cli import main
-    from suite.launch.runner import plan_runs
+    from suite.launch.plan import plan_runs
 
     args = ["--task", "bfashion", "--sampler", "edm,fm", "--results", str(tmp_path)]
     for run in plan_runs("bfashion", "edm,fm", results=tmp_path):

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from suite.cli import main
-from suite.launch.runner import plan_runs
-from suite.launch.slurm import Resources, array_plan, executor_parameters, load_profile
+from suite.launch.cluster import Resources, load_profile
+from suite.launch.plan import plan_runs
+from suite.launch.slurm import array_plan, executor_parameters
 
 
 def test_runs_per_gpu_below_one_is_refused_naming_it(tmp_path, capsys):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from suite.cli import main
-from suite.launch.runner import plan_runs
+from suite.launch.plan import plan_runs
 from suite.launch.study import load_study
 from suite.names import path_name
 from suite.run.seeds import MAX_SEED, MAX_SEEDS, parse_seeds

@@ -186,7 +186,7 @@ def test_a_slurm_profile_shorter_than_the_plan_is_refused_and_a_longer_one_print
     tmp_path, fashion_root, capsys
 ):
     from suite.launch.cost import planned_cost
-    from suite.launch.runner import plan_runs
+    from suite.launch.plan import plan_runs
 
     results = tmp_path / "r"
     args = [*fashion_args(results, fashion_root, "--budget", "paper", "--launcher", "slurm", "--dry-run")]
@@ -298,8 +298,8 @@ def test_an_unprepared_dna_folder_is_one_cause_and_each_missing_sei_file_is_name
 
 
 def test_a_paper_or_short_owt_launch_warns_that_its_guidance_scale_is_provisional(tmp_path):
+    from suite.launch.plan import plan_runs
     from suite.launch.preflight import provisional_guidance
-    from suite.launch.runner import plan_runs
 
     def warnings(task, samplers, budget, *overrides):
         return provisional_guidance(plan_runs(task, samplers, budget, 1, tmp_path, list(overrides)))

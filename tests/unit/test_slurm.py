@@ -6,14 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from suite.launch.slurm import (
-    DEFAULT_MAX_ARRAY_SIZE,
-    Resources,
-    chunked,
-    executor_parameters,
-    load_profile,
-    max_array_size,
-)
+from suite.launch.cluster import DEFAULT_MAX_ARRAY_SIZE, Resources, load_profile, max_array_size
+from suite.launch.slurm import chunked, executor_parameters
 from suite.report.status import effective_status, last_error_line, parse_sacct
 
 

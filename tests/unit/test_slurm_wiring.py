@@ -1,7 +1,7 @@
 """The SLURM wiring without a cluster: the sbatch files of planned job arrays, and SLURM's answers read back.
 
 Golden sbatch files. For each case a ``suite run --launcher slurm`` command line is parsed, its runs planned
-(``suite.launch.runner.plan_runs``) and grouped into arrays (``suite.launch.slurm.array_plan``, split at the
+(``suite.launch.plan.plan_runs``) and grouped into arrays (``suite.launch.slurm.array_plan``, split at the
 MaxArraySize of a recorded ``scontrol show config``), and each array's executor is built as
 ``suite.launch.slurm.submit`` builds it (``array_executor``). The sbatch text is the one submitit's
 ``SlurmExecutor`` writes when it submits: with
@@ -35,20 +35,16 @@ from submitit.slurm.slurm import SlurmJob
 
 from suite.cli import build_parser
 from suite.commands.run import launch_request
-from suite.launch.runner import plan_runs
-from suite.launch.slurm import (
+from suite.launch.cluster import (
     DEFAULT_MAX_ARRAY_SIZE,
     DEFAULT_PROFILE,
-    _record_submission,
-    array_executor,
-    array_plan,
     load_profile,
-    log_folder,
     parse_job_state,
     parse_max_array_size,
     read_submission,
-    requeue_refusal,
 )
+from suite.launch.plan import plan_runs
+from suite.launch.slurm import _record_submission, array_executor, array_plan, log_folder, requeue_refusal
 from suite.report.status import ENDED_STATES, effective_status, job_state, parse_sacct, parse_squeue
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -109,7 +109,7 @@ def test_a_guidance_scale_outside_zero_to_infinity_is_refused_naming_it(guidance
 
 
 def test_a_guidance_scale_on_an_unconditional_task_is_refused_as_unconditional_before_a_run():
-    from suite.launch.runner import run_problems
+    from suite.launch.plan import run_problems
 
     cfg = compose_run("bfashion", "edm", "smoke", ["budget.eval.guidance=3"])  # trains a null condition
     assert run_spec(cfg).budget.eval.guidance == 3  # the spec alone cannot tell: the task decides

@@ -12,7 +12,7 @@ import pytest
 
 from suite.cli import main
 from suite.config import compose_run, group_options
-from suite.launch.runner import plan_runs
+from suite.launch.plan import plan_runs
 from suite.launch.study import load_study, plan_study
 
 BUDGETS = ", ".join(group_options("budget"))  # every budget config, so a new one is listed too

@@ -1,0 +1,47 @@
+"""The one dispatch of ``suite run`` and ``suite run --study``: :func:`launch` checks what the planned runs
+need and prints the plan (``--dry-run``), submits the arrays (``--launcher slurm``, ``suite.launch.slurm``) or
+trains the runs here, one at a time (``suite.launch.local``) or ``runs_per_gpu`` at once
+(``suite.launch.packed``)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+
+from suite.exits import EXIT_USAGE
+from suite.launch.cost import describe_here, measured_here
+from suite.launch.local import run_local
+from suite.launch.packed import check_pack_size, run_packed
+from suite.launch.plan import PlannedRun
+from suite.launch.preflight import PreflightError, preflight, provisional_guidance
+from suite.launch.request import LaunchRequest
+from suite.launch.slurm import describe_arrays, submit
+
+
+def launch(runs: Sequence[PlannedRun], request: LaunchRequest, plan: Callable[[], str]) -> int:
+    """Launch the checked ``runs`` as ``request`` says. With ``dry_run``: print ``plan()`` (the plan and its
+    cost), the job arrays on SLURM, then one ``error:`` line per preflight problem (status 2) or nothing
+    (status 0). Otherwise: the preflight (raising one error naming each cause), then the submission or the
+    local training, whose exit status is returned."""
+    check_pack_size(request.runs_per_gpu)
+    for line in provisional_guidance(runs):
+        print(line, file=sys.stderr, flush=True)
+    if request.dry_run:  # the plan and its cost first, whatever this machine lacks; then what it lacks
+        print(plan(), flush=True)
+        if request.launcher == "slurm":
+            print(describe_arrays(runs, request))
+        try:
+            preflight(runs, request)
+        except PreflightError as err:
+            for line in err.problems:
+                print(f"error: {line}", file=sys.stderr)
+            return EXIT_USAGE
+        return 0
+    preflight(runs, request)  # data, results folder, weights, warm-up, SLURM hours: one line per cause
+    if request.launcher == "slurm":
+        return submit(runs, request)
+    todo = [run for run in runs if run.status != "done"]
+    if todo:  # before the first progress line, which may be hours away
+        print("\n".join(describe_here(measured_here(todo[0].spec), len(todo))), flush=True)
+    runs = list(runs)
+    return run_local(runs) if request.runs_per_gpu == 1 else run_packed(runs, request.runs_per_gpu)
