@@ -40,6 +40,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
+from suite.config import stable_hash
 from suite.outputs import claim
 from suite.records import append_text, check_write, now, write_atomic
 
@@ -208,7 +209,6 @@ def check_watchers(names: Iterable[str]) -> None:
 
 def wandb_run_id(run_dir: str | os.PathLike) -> str:
     """A W&B run id derived from the run folder's resolved path: the same for every requeue of the run."""
-    from suite.config import stable_hash
 
     return f"suite-{stable_hash(os.path.realpath(run_dir), length=16)}"
 

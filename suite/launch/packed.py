@@ -37,6 +37,7 @@ from omegaconf import OmegaConf
 from suite.exits import EXIT_BUSY, EXIT_DONE, EXIT_FAILED, EXIT_INTERRUPTED
 from suite.launch.local import attempt, summarize
 from suite.launch.plan import PlannedRun
+from suite.registry import import_plugins
 from suite.stopping import STOP_SIGNALS, requested, stop_requests
 
 CHILD_STATUS = {  # a packed child's exit status, by its run's outcome
@@ -97,7 +98,6 @@ def _packed_child(cfg_dict: dict[str, Any], run_dir: str, report: Connection) ->
         if launcher is None or os.getppid() != launcher.pid:  # it died before the request was in place
             os.kill(os.getpid(), signal.SIGTERM)
         report.send(READY)
-        from suite.registry import import_plugins
 
         import_plugins()
         outcome = attempt(cfg_dict, run_dir)

@@ -16,6 +16,8 @@ from torch import Tensor
 from suite.measure.request import BenchRequest, compose, device_of
 from suite.measure.timing import release, synchronize
 from suite.measure.train import network_summary
+from suite.metrics import EvalInputs
+from suite.run.evaluation import Evaluator
 from suite.run.solvers import nfe
 from suite.run.training import Trainer
 
@@ -27,8 +29,6 @@ PRECISION_SEEDS = 3  # fp32 generation seeds whose spread the bf16 − fp32 diff
 
 def bench_eval(request: BenchRequest) -> dict[str, Any]:
     """Samples per second at the task's NFE (EMA model, task solver) and the time of each of its metrics."""
-    from suite.metrics import EvalInputs
-    from suite.run.evaluation import Evaluator
 
     device = device_of(request)
     spec = compose(request, extra=[f"budget.eval.batch_size={request.batch}"] if request.batch else [])
@@ -145,7 +145,6 @@ def compare_precision(
     seeds and in bf16 from the first: the bf16 − fp32 difference at the same latents, against the sample
     standard deviation of the fp32 values over the seeds (inside the spread when |difference| ≤ sd), and
     the largest difference between the two precisions' samples in model space."""
-    from suite.metrics import EvalInputs
 
     first = evaluator.spec.budget.eval.seed
     reference = evaluator.reference()

@@ -49,8 +49,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from suite.config import compose_run, to_dict
 from suite.noise.information import empirical_prior_mmse, point_set_mmse
 from suite.report.profile import PosthocProfile, ProfileCurve, ProfileReport, plot_profile, write_posthoc
+from suite.run.assembly import build_task
+from suite.run.spec import run_spec
 from suite.task import Task
 
 MAX_ELEMENTS = 50_000_000
@@ -264,9 +267,6 @@ def write_profile(
     """``suite profile --task T [--budget B] [--results R] [--out DIR] [key=value …]``: print the profile's
     peak and band (every curve), write ``<out>/<task>-<budget>_profile.csv``, its figure (PNG, PDF) and the
     empirical-prior profile that ``suite plot`` draws (``<out>`` defaults to ``<results>/profiles``)."""
-    from suite.config import compose_run, to_dict
-    from suite.run.assembly import build_task
-    from suite.run.spec import run_spec
 
     folder = Path(out or Path(results) / "profiles")
     spec = run_spec(compose_run(task, "edm", budget, list(overrides)))

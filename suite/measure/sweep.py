@@ -13,10 +13,12 @@ from typing import Any
 
 import torch
 
+from suite.launch.packed import child_environment, usable_cores
 from suite.measure.evaluation import CPU_EVAL_SAMPLES
 from suite.measure.request import BenchRequest, compose, device_of, parse_runs, steps_of
 from suite.measure.timing import peak_memory_mib, synchronize
 from suite.measure.train import TRAIN_STEPS
+from suite.registry import import_plugins
 from suite.run.training import Trainer
 
 
@@ -24,7 +26,6 @@ def sweep_worker(request: BenchRequest, start: Barrier, report: Connection) -> N
     """One of K concurrent processes of ``suite bench sweep``: build the trainer, warm up, then (each phase
     begun with the others at ``start``, a barrier) time the training steps and the generation; sends the
     phases' monotonic start and end times and this process's peak memory."""
-    from suite.registry import import_plugins
 
     import_plugins()
     device = device_of(request)
@@ -68,7 +69,6 @@ def sweep_worker(request: BenchRequest, start: Barrier, report: Connection) -> N
 
 def concurrent_runs(request: BenchRequest, count: int) -> list[dict[str, Any]]:
     """The reports of ``count`` concurrent :func:`sweep_worker` processes; raises if one of them failed."""
-    from suite.launch.packed import child_environment, usable_cores
 
     spawn = multiprocessing.get_context("spawn")
     start = spawn.Barrier(count)

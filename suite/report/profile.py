@@ -13,8 +13,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from suite.config import stable_hash
 from suite.noise.information import PosteriorDiagnostics
-from suite.report.figures import normalise
+from suite.records import read_json, write_json
+from suite.report.figures import (
+    effective_allocation,
+    normalise,
+    registered_densities,
+    save_figure,
+    sigma_axis,
+    style_map,
+)
+from suite.run.assembly import build_loss_weight
 from suite.run.spec import RunSpec
 
 BAND = (0.1, 0.9)
@@ -158,7 +168,6 @@ class ProfileReport:
 def profile_key(task_cfg: Mapping[str, Any]) -> str:
     """Which saved profile belongs to a task config: the hash of the config without where its data sit
     (``root``, ``download``), so the profile written by ``suite profile`` is found by ``suite plot``."""
-    from suite.config import stable_hash
 
     return stable_hash({k: v for k, v in dict(task_cfg).items() if k not in ("root", "download")})
 
@@ -170,7 +179,6 @@ def posthoc_path(folder: Path, task_cfg: Mapping[str, Any]) -> Path:
 
 def write_posthoc(folder: Path, task_cfg: Mapping[str, Any], profile: PosthocProfile, variant: str) -> Path:
     """Save the empirical-prior profile of a task config's data for the figures (JSON)."""
-    from suite.records import write_json
 
     path = posthoc_path(folder, task_cfg)
     write_json(
@@ -191,7 +199,6 @@ def write_posthoc(folder: Path, task_cfg: Mapping[str, Any], profile: PosthocPro
 def saved_profile(folder: Path) -> ProfileFn:
     """The ``ProfileFn`` that reads what ``suite profile`` wrote to ``folder`` (the grid saved there, not the
     one asked for): figures never read a data set."""
-    from suite.records import read_json
 
     def read(task_cfg: dict[str, Any], _sigma: np.ndarray) -> PosthocProfile:
         path = posthoc_path(folder, task_cfg)
@@ -216,15 +223,6 @@ def plot_profile(report: ProfileReport, spec: RunSpec, title: str, path: Path) -
     """Profiles against every registered sampler's φ = π·w (left), MMSE curves (middle), posterior-weight
     diagnostics of the empirical prior (right); PNG and PDF."""
     from matplotlib.figure import Figure
-
-    from suite.report.figures import (
-        effective_allocation,
-        registered_densities,
-        save_figure,
-        sigma_axis,
-        style_map,
-    )
-    from suite.run.assembly import build_loss_weight
 
     lo, hi = spec.diffusion.sigma_min, spec.diffusion.sigma_max
     weight = build_loss_weight(spec)

@@ -30,6 +30,7 @@ from typing import Any
 
 import pandas as pd
 
+from suite.config import compose_run, to_dict
 from suite.outputs import claim, guarded_output
 from suite.records import now, write_atomic
 from suite.report.plots import ProfileFn, discover_runs, figure_stem, write_figures
@@ -78,7 +79,6 @@ def hydra_value(value: Any) -> str:
 
 def config_overrides(cfg: dict[str, Any]) -> list[str]:
     """``key=value`` overrides that turn the default config of the run's task/sampler/budget into ``cfg``."""
-    from suite.config import compose_run, to_dict
 
     choice = (cfg["task"]["name"], cfg["sampler"]["name"], cfg["budget"]["name"])
     default = flatten(to_dict(compose_run(*choice)))

@@ -53,6 +53,7 @@ from suite.records import (
     scan_jsonl,
 )
 from suite.run.schedule import evaluation_points
+from suite.run.spec import run_spec
 
 if TYPE_CHECKING:
     from suite.run.spec import RunSpec
@@ -93,7 +94,6 @@ class RunRecord:
     @functools.cached_property
     def spec(self) -> RunSpec | None:
         """The run's spec, read from its config.yaml (None for a run folder without one)."""
-        from suite.run.spec import run_spec  # composes with Hydra, which the tables and status never need
 
         return run_spec(OmegaConf.create(self.config)) if self.config else None
 

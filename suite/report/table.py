@@ -75,6 +75,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from suite.names import unknown_name
+from suite.registry import UnknownNameError
 from suite.report.results import GRID_LABELS, base_name, records_frame
 
 PUBLISHED_SAMPLERS = ("logu", "cos", "fm", "edm", "kg", "infonoise")
@@ -139,7 +141,6 @@ def finished(df: pd.DataFrame, budget: str | None = None) -> pd.DataFrame:
 def is_adaptive(name: str) -> bool:
     """Whether the registered sampler ``name`` adapts its density during training (unknown names: no)."""
     from suite.noise.sampler import SAMPLERS
-    from suite.registry import UnknownNameError
 
     try:
         return bool(SAMPLERS.get(name).adaptive)
@@ -445,7 +446,6 @@ def guidance_note(df: pd.DataFrame, budget: str | None = None) -> str:
 def guidance_source(task: str) -> str:
     """Where the task's guidance scale comes from (``Task.guidance_source``: frozen in its config, or a
     provisional value until ``suite guidance`` chose it); a task not installed here reads as frozen."""
-    from suite.registry import UnknownNameError
     from suite.task import TASKS, Task
 
     try:
@@ -919,7 +919,6 @@ def parse_targets(spec: str | Sequence[str] | None) -> tuple[str, ...]:
     registered sampler is refused, naming the valid ones."""
     if spec is None:
         return TARGET_BASELINES
-    from suite.names import unknown_name
     from suite.noise.sampler import SAMPLERS
 
     labels = tuple(s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip())

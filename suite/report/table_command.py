@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from suite.config import group_options
 from suite.names import unknown_name
 from suite.report.results import RunRecord, evidence_origins
 from suite.report.statistics import statistics_caption
@@ -63,8 +64,6 @@ def print_tables(
     """
     targets = parse_targets(target_samplers)
     if budget is not None:
-        from suite.config import group_options
-
         check_choice(budget, group_options("budget"), "budget")
     folders = list(folders or [results])
     df, left_out = load_own(folders, everything)

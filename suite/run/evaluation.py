@@ -43,17 +43,19 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from suite.lease import Lease
 from suite.metrics import EvalInputs, Metric
 from suite.noise.sampler import NoiseSampler
 from suite.paths import cache_dir
-from suite.records import RunDirectory, evaluation_row, write_atomic
+from suite.records import RunDirectory, append_jsonl, evaluation_row, write_atomic
 from suite.run.assembly import build_parts, build_task
+from suite.run.distributed import init_distributed
 from suite.run.grids import build_grid
 from suite.run.solvers import SOLVERS, guided, nfe
 from suite.run.spec import RunSpec, SpecError, guidance_problem, run_spec
 from suite.stopping import check
 from suite.task import Batch, Task, TaskData
-from suite.watch import PREVIEW, progress
+from suite.watch import PREVIEW, progress, save_samples
 
 REFERENCE_SEED = 0
 CONDITION_SEED = 1
@@ -435,9 +437,6 @@ def rescore(
     ``guidance`` scores at another classifier-free guidance scale than the budget's (how a task's frozen
     scale is chosen, docs/text.md); its rows are a protocol of their own in the tables.
     """
-    from suite.lease import Lease
-    from suite.records import append_jsonl
-    from suite.run.distributed import init_distributed
 
     opened = open_run(run_dir, kimg, device, "`suite eval` re-scores finished runs")
     folder, spec = opened.folder, opened.spec
@@ -491,8 +490,6 @@ def write_samples(
     evaluation does (Karras grid at the task's steps, ``budget.eval.seed``'s latents, its batches and
     guidance), without the trainer, and write them into ``out`` as the run writes its ``samples/``
     (``suite.watch``); returns the file written. The run may still be training: snapshots are atomic."""
-    from suite.run.distributed import init_distributed
-    from suite.watch import save_samples
 
     if n < 1:
         raise ValueError(f"--n must be at least 1, got {n}")

@@ -29,7 +29,11 @@ from typing import Any
 
 from torch import Tensor
 
+from suite.lease import Lease
 from suite.metrics import EvalInputs
+from suite.records import write_json
+from suite.run.assembly import build_task
+from suite.run.distributed import init_distributed
 from suite.run.evaluation import CONDITION_SEED, Evaluator, fixed_choice, open_run
 from suite.run.spec import SpecError, guidance_problem
 
@@ -69,10 +73,6 @@ def sweep_guidance(
     device: str = "auto",
 ) -> dict[str, Any]:
     """Score a finished run at every scale on held-out conditions, write ``guidance.json`` and return it."""
-    from suite.lease import Lease
-    from suite.records import write_json
-    from suite.run.assembly import build_task
-    from suite.run.distributed import init_distributed
 
     opened = open_run(run_dir, kimg, device, "`suite guidance` sweeps finished runs")
     folder, spec = opened.folder, opened.spec

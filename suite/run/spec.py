@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from suite.config import comparison_hash, config_hash, sampler_label, sampler_params
 from suite.run.schedule import EVAL_SPACINGS
+from suite.watch import WATCHERS
 
 PRECISIONS = ("fp32", "bf16")
 FINAL_EVALS = ("budget", "per_reference")
@@ -280,7 +281,6 @@ def _diffusion(node: DictConfig) -> tuple[DiffusionSpec, list[str]]:
 
 def _watch(cfg: DictConfig) -> tuple[tuple[str, ...], list[str]]:
     """The run's live loggers (``watch``: a name or a list of names; absent in configs written before it)."""
-    from suite.watch import WATCHERS
 
     value = OmegaConf.select(cfg, "watch", default=None)
     names = [] if value is None else [value] if isinstance(value, str) else list(value)
