@@ -190,7 +190,8 @@ def _legend_label(label: str, runs: list[RunRecord]) -> str:
     """``φ <label>``, saying so when an adaptive sampler never rebuilt or is importance-corrected."""
     mine = [r for r in runs if r.label == label]
     text = f"φ {label}"
-    if is_adaptive(mine[0].sampler_name) and not any(r.adapted for r in mine):
+    adaptive = is_adaptive(mine[0].sampler_name, mine[0].info.get("sampler_adaptive"))
+    if adaptive and not any(r.adapted for r in mine):
         text += " (no rebuild in budget: warm-up prior)"
     if mine[0].info.get("sampler_hyperparameters", {}).get("importance_correction"):
         text += " (importance-corrected: φ = π_ref·w)"

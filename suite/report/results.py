@@ -59,7 +59,15 @@ if TYPE_CHECKING:
     from suite.run.spec import RunSpec
 
 RUN_FILES = ("run.json", "records.jsonl", "slurm.json")
-RUN_COLUMNS = ("run_dir", "origin", "status", "sampler_name", "total_kimg", "records_incomplete")
+RUN_COLUMNS = (
+    "run_dir",
+    "origin",
+    "status",
+    "sampler_name",
+    "sampler_adaptive",
+    "total_kimg",
+    "records_incomplete",
+)
 FLAG_COLUMNS = ("higher_is_better", "stand_in_data", "substitute_metric", "paper_metric")
 EVIDENCE_MARKER = "EVIDENCE"
 DAMAGED = "run.json damaged"
@@ -265,6 +273,7 @@ def records_frame(results: str | Path) -> pd.DataFrame:
                     "origin": run.origin,
                     "status": run.status,
                     "sampler_name": run.info.get("sampler_name") or base_name(str(row.get("sampler", ""))),
+                    "sampler_adaptive": run.info.get("sampler_adaptive"),
                     "total_kimg": run.info.get("total_kimg", math.nan),
                     "records_incomplete": run.records_incomplete,
                 }

@@ -97,6 +97,7 @@ from suite.report.table import (
     metric_of,
     paired_speedups,
     parse_targets,
+    recorded_adaptive,
     render,
     row_scale,
     same_row,
@@ -412,7 +413,7 @@ def target_method(declared: str | None) -> str:
 
 
 def _baselines(
-    finals: dict[str, pd.Series], names: Mapping[str, str], targets: Sequence[str], declared: str | None
+    finals: dict[str, pd.Series], adaptive: Mapping[str, bool], targets: Sequence[str], declared: str | None
 ) -> list[str]:
     """The samplers a row's others are compared with: the declared one, else every finished fixed sampler
     of ``targets`` with a finite final mean, in sampler order."""
@@ -420,7 +421,7 @@ def _baselines(
     return [
         label
         for label in sampler_order(list(finals))
-        if label in wanted and not is_adaptive(names[label]) and np.isfinite(finals[label].mean())
+        if label in wanted and not adaptive[label] and np.isfinite(finals[label].mean())
     ]
 
 
@@ -445,8 +446,12 @@ def comparison_intervals(
         higher = bool(first["higher_is_better"])
         scale = row_scale(part)
         finals = _seed_finals(part)
-        names = dict(zip(part["sampler"].astype(str), part["sampler_name"].astype(str), strict=True))
-        baselines = _baselines(finals, names, targets, declared)
+        recorded = recorded_adaptive(part)
+        adaptive = {
+            str(label): is_adaptive(str(name), recorded.get(str(label)))
+            for label, name in zip(part["sampler"], part["sampler_name"], strict=True)
+        }
+        baselines = _baselines(finals, adaptive, targets, declared)
         evaluations = curves[same_row(curves, first)]
         for sampler in sampler_order(list(finals)):
             base = {

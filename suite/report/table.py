@@ -138,14 +138,26 @@ def finished(df: pd.DataFrame, budget: str | None = None) -> pd.DataFrame:
 
 
 # -- labels ------------------------------------------------------------------------------------------
-def is_adaptive(name: str) -> bool:
-    """Whether the registered sampler ``name`` adapts its density during training (unknown names: no)."""
+def is_adaptive(name: str, recorded: object = None) -> bool:
+    """Whether the sampler ``name`` adapts its density during training: as its run recorded it
+    (``sampler_adaptive`` in run.json) when given, else as its registered class says (which imports the
+    sampler's module; unknown names: no)."""
+    if isinstance(recorded, bool | np.bool_):
+        return bool(recorded)
     from suite.noise.sampler import SAMPLERS
 
     try:
         return bool(SAMPLERS.get(name).adaptive)
     except UnknownNameError:
         return False
+
+
+def recorded_adaptive(df: pd.DataFrame) -> dict[str, object]:
+    """Sampler label → whether its runs recorded an adaptive sampler (``sampler_adaptive``), where known."""
+    if "sampler_adaptive" not in df:
+        return {}
+    known = df.dropna(subset=["sampler_adaptive"])
+    return dict(zip(known["sampler"].astype(str), known["sampler_adaptive"], strict=True))
 
 
 def sampler_order(labels: list[str]) -> list[str]:
@@ -673,11 +685,16 @@ def time_to_target(
     ]
     rows = curve_rows(with_row_labels(finished(df, budget)))
     curves = seed_mean_curves(rows)
+    recorded = recorded_adaptive(rows)
     lines = []
     for _, part in curves.groupby(ROW_KEYS, sort=False, dropna=False):
         higher = bool(part["higher_is_better"].iloc[0])
         finals = part.groupby(["sampler", "sampler_name"])["value"].last(skipna=False).reset_index()
-        fixed = finals[~finals["sampler_name"].map(is_adaptive) & np.isfinite(finals["value"])]
+        adaptive = [
+            is_adaptive(name, recorded.get(label))
+            for label, name in zip(finals["sampler"], finals["sampler_name"], strict=True)
+        ]
+        fixed = finals[~np.asarray(adaptive, dtype=bool) & np.isfinite(finals["value"])]
         if declared is not None:
             fixed = fixed[fixed["sampler"] == declared]
         elif targets is not None:

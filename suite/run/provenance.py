@@ -69,6 +69,7 @@ def run_started(
         task=spec.task,
         sampler=spec.sampler.label,
         sampler_name=spec.sampler.name,
+        sampler_adaptive=type(state.sampler).adaptive,
         seed=spec.seed,
         budget=spec.budget.name,
         config_hash=spec.config_hash,

@@ -19,7 +19,9 @@ import suite.commands
 from suite.cli import COMMANDS, build_parser, command_module, command_names
 from suite.commands.run import launch_request
 from suite.launch.request import LaunchRequest
+from suite.records import read_json, write_json
 from tests.helpers.subprocesses import cli_env
+from tests.unit.test_table import write_run
 
 
 def test_build_parser_is_a_list_of_commands_under_60_lines():
@@ -117,8 +119,15 @@ class Outside(LogUniform):
 def test_light_modules_and_a_misspelt_run_import_no_torch_with_an_outside_sampler_installed(tmp_path: Path):
     """In a fresh interpreter with an outside sampler plugin installed (a package and its distribution's
     entry point, as the docs describe): the command line, every command module, status and the table's
-    rendering import no torch, nor does a ``suite run`` with a misspelt sampler, which names the plugin among
-    the valid choices; looking the plugin up imports it (and torch)."""
+    rendering import no torch, nor does ``suite table`` on runs that recorded whether their sampler adapts
+    (InfoNoise against EDM: EDM the fixed target) or a ``suite run`` with a misspelt sampler, which names the
+    plugin among the valid choices; looking the plugin up imports it (and torch)."""
+    results = tmp_path / "results"
+    for sampler, adaptive, values in (("edm", False, (9.0, 6.0)), ("infonoise", True, (8.0, 5.0))):
+        for seed in range(3):
+            curve = [(k, v + 0.1 * seed) for k, v in zip((1.0, 2.0), values, strict=True)]
+            run = write_run(results, "bfashion", sampler, seed, curve)
+            write_json(run / "run.json", read_json(run / "run.json") | {"sampler_adaptive": adaptive})
     package = tmp_path / "outside_sampler"
     (package / "conf" / "sampler").mkdir(parents=True)
     (package / "__init__.py").write_text(OUTSIDE_SAMPLER)
@@ -140,6 +149,10 @@ def test_light_modules_and_a_misspelt_run_import_no_torch_with_an_outside_sample
         "    importlib.import_module(name)\n"
         "print('after imports:', 'torch' in sys.modules)\n"
         "from suite.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        f"    rc = main(['table', '--results', {str(results)!r}])\n"
+        "print('table:', rc, 'torch' in sys.modules, 'target edm' in out.getvalue())\n"
         "err = io.StringIO()\n"
         "with contextlib.redirect_stderr(err):\n"
         "    rc = main(['run', '--task', 'bfashion', '--sampler', 'outsde', '--dry-run'])\n"
@@ -153,6 +166,7 @@ def test_light_modules_and_a_misspelt_run_import_no_torch_with_an_outside_sample
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "after imports: False",
+        "table: 0 False True",
         "misspelt run: 2 False True",
         "lookup: outside_sampler True",
     ]
