@@ -48,7 +48,7 @@ class MetricSpec:
     them),
     ``logit`` for values bounded in (0, 1) (MAUVE), ``linear`` for the rest; the number is reported back in
     its own units either way. A spec that leaves it None is compared on the scale
-    ``suite.report.table.scale_of`` gives its name (MAUVE: logit; otherwise linear).
+    ``suite.report.time_to_target.scale_of`` gives its name (MAUVE: logit; otherwise linear).
     """
 
     name: str

@@ -16,9 +16,10 @@ cells.
 
 Each study goes through the functions ``suite.report.statistics.comparison_intervals`` applies to records,
 called on arrays of all studies at once: ``t_limits`` on the ln of the finals (every sampler's final interval)
-and on the paired differences of logs (candidate vs each baseline), ``suite.report.table.pair_log_ratios``
-(the crossing ``suite.report.table.crossings`` in log kimg × ln FID, a pair never reaching censored at its
-last evaluation) and ``censored_normal`` for the time ratio, and ``holm`` over the 4 baselines, since a study
+and on the paired differences of logs (candidate vs each baseline),
+``suite.report.time_to_target.pair_log_ratios`` (the crossing ``suite.report.time_to_target.crossings`` in
+log kimg × ln FID, a pair never reaching censored at its last evaluation) and ``censored_normal`` for the time
+ratio, and ``holm`` over the 4 baselines, since a study
 of 4 equal baselines without a declared target compares the candidate with each of them. A unit test runs
 one simulated study through ``comparison_intervals`` from written records and gets the same numbers.
 
@@ -62,7 +63,7 @@ from suite.report.statistics import (
     spread_bound,
     t_limits,
 )
-from suite.report.table import pair_log_ratios
+from suite.report.time_to_target import pair_log_ratios
 from suite.run.schedule import evaluation_points
 
 K, EXPONENT, FLOOR, AMPLITUDE = 0.1, 0.7, 2.0, 8.0

@@ -26,7 +26,7 @@ from suite.config import config_file
 from suite.noise.sampler import SAMPLERS, build_sampler
 from suite.noise.weighting import LossWeight
 from suite.outputs import claim
-from suite.report.table import EXTRA_SAMPLERS, PAPER_SAMPLERS, sampler_order
+from suite.report.rows import EXTRA_SAMPLERS, PAPER_SAMPLERS, sampler_order
 
 SIGMA_MIN, SIGMA_MAX = 0.002, 80.0
 DASHES: list[tuple[float, ...]] = [(), (5, 2), (1.5, 1.5), (6, 2, 1.5, 2), (3, 1), (8, 2, 1.5, 2, 1.5, 2)]

@@ -67,8 +67,7 @@ from suite.report.figures import (
 )
 from suite.report.profile import PosthocProfile, ProfileFn, saved_profile
 from suite.report.results import RunRecord, by_comparison, evidence_origins, find_runs
-from suite.report.statistics import t_band
-from suite.report.table import (
+from suite.report.rows import (
     curve_rows,
     final_rows,
     finished,
@@ -76,8 +75,9 @@ from suite.report.table import (
     load_records,
     metric_label,
     sampler_order,
-    time_to_target,
 )
+from suite.report.statistics import t_band
+from suite.report.time_to_target import time_to_target
 from suite.run.assembly import build_loss_weight, build_noise_sampler
 
 MEMORISATION_NOTE = (

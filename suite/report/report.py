@@ -34,16 +34,9 @@ from suite.config import compose_run, to_dict
 from suite.outputs import claim, guarded_output
 from suite.records import now, write_atomic
 from suite.report.plots import ProfileFn, discover_runs, figure_stem, write_figures
+from suite.report.rendering import incomplete_note, to_markdown
 from suite.report.results import RunRecord, find_runs
-from suite.report.table import (
-    TARGET_BASELINES,
-    incomplete_note,
-    load_published,
-    load_records,
-    parse_targets,
-    sampler_order,
-    to_markdown,
-)
+from suite.report.rows import TARGET_BASELINES, load_published, load_records, parse_targets, sampler_order
 from suite.report.three_tables import render_tables
 
 EXCLUDED_KEYS = ("results", "seed")

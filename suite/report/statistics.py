@@ -16,8 +16,9 @@ samplers, and its verdicts use Holm's step-down adjusted p-values over those m b
 ``statsmodels.stats.multitest.multipletests(method="holm")`` is the reference ``holm`` is tested against),
 separately for the quality difference and for the time ratio. Intervals stay per-comparison 95% intervals.
 
-Scale (``suite.report.table.scale_of``, declared per metric by ``MetricSpec.scale``). Positive right-skewed
-metrics (FID, Sei-FID, Fréchet distances, SP-MSE) are compared on g = ln, bounded ones (MAUVE, in (0, 1])
+Scale (``suite.report.time_to_target.scale_of``, declared per metric by ``MetricSpec.scale``). Positive
+right-skewed metrics (FID, Sei-FID, Fréchet distances, SP-MSE) are compared on g = ln, bounded ones (MAUVE, in
+(0, 1])
 on g = logit, the rest on g = identity; every number is reported back in the metric's units:
 
 * Final quality of a sampler, n seeds: g⁻¹ of the t interval ū ± t_{(1+c)/2, n−1}·s_u/√n of u_k = g(x_k)
@@ -27,8 +28,9 @@ on g = logit, the rest on g = identity; every number is reported back in the met
   the pairs): g⁻¹(ū_T + m) − g⁻¹(ū_T) [g⁻¹(ū_T + lo) − g⁻¹(ū_T), g⁻¹(ū_T + hi) − g⁻¹(ū_T)]. On ln that is
   the ratio of geometric means e^m (paired differences of logs) times the target's geometric mean, minus
   it. On lognormal seeds the t interval on the logs is exact, where one on raw FIDs is not.
-* Time-to-target ratio of pair k, r_k = k*(T_k, q_k)/k*(S_k, q_k) (``suite.report.table.pair_log_ratios``; q_k
-  the target's seed-k final value on the curves' protocol: ``suite.report.table.curve_rows``, a final point
+* Time-to-target ratio of pair k, r_k = k*(T_k, q_k)/k*(S_k, q_k)
+  (``suite.report.time_to_target.pair_log_ratios``; q_k the target's seed-k final value on the curves'
+  protocol: ``suite.report.rows.curve_rows``, a final point
   scored another way left out). A sampler that never reaches q_k within its run is right-censored at
   its last evaluation L_k, so ln r_k ≤ ln k*(T_k) − ln L_k is left-censored, never dropped. ln r_k ~ N(μ,
   σ²) with a censored-data normal likelihood (Tobit 1958; an accelerated-failure-time model with one
@@ -83,29 +85,24 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from suite.report.table import (
-    NO_ROWS,
+from suite.report.rendering import NO_ROWS, render
+from suite.report.rows import (
     ROW_KEYS,
     TARGET_BASELINES,
     curve_rows,
     final_rows,
     finished,
     format_value,
-    from_scale,
     is_adaptive,
     load_records,
     metric_of,
-    paired_speedups,
     parse_targets,
     recorded_adaptive,
-    render,
-    row_scale,
-    same_row,
     sampler_order,
     sort_rows,
-    to_scale,
     with_row_labels,
 )
+from suite.report.time_to_target import from_scale, paired_speedups, row_scale, same_row, to_scale
 
 CONFIDENCE = 0.95
 POWER = 0.8
@@ -137,7 +134,7 @@ class Interval:
     def text(self, scale: float | None = None, signed: bool = False) -> str:
         """ "71.17 [68.20, 74.14]", or "71.17 (1 seed: no interval)"; ``signed`` writes "+" before positive
         numbers (differences); ``scale`` (default the estimate) picks the decimals as
-        ``suite.report.table.format_value``."""
+        ``suite.report.rows.format_value``."""
         at = abs(self.estimate) if scale is None else scale
 
         def number(x: float) -> str:

@@ -4,7 +4,7 @@ Each block's columns are the sampler, its seeds, the final quality with its 95% 
 the time-to-target target with its interval (paired by seed), the processed examples (kimg) until the
 sampler's seed-mean curve first reaches the target, the published value and the verdict. The cells are
 read by column name from the frames that compute them: ``suite.report.statistics.statistics_table`` (interval,
-difference and verdict), ``suite.report.table.time_to_target`` (kimg) and
+difference and verdict), ``suite.report.time_to_target.time_to_target`` (kimg) and
 ``suite.report.table.comparison_stats`` (published value); columns those frames add are ignored.
 
 A fact shared by many cells is said once: every parenthesised remark inside a cell or a block title ("1 seed:
@@ -24,8 +24,10 @@ from typing import IO, TYPE_CHECKING
 
 import pandas as pd
 
+from suite.report.rows import format_value, metric_of
 from suite.report.statistics import statistics_table
-from suite.report.table import comparison_stats, format_value, metric_of, time_to_target
+from suite.report.table import comparison_stats
+from suite.report.time_to_target import time_to_target
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -3,8 +3,9 @@ the samplers as rows, the shared remarks and captions as numbered notes below), 
 of the results folder that lie in no committed evidence set (``suite.report.results.evidence_origins``);
 ``--all`` adds those sets, and naming folders (``suite table results/cpu-smoke``) reads them as they are.
 ``--format md|latex|csv`` prints the full tables instead: the comparison and time-to-target tables
-(``suite.report.table``), the confidence intervals and verdicts of ``suite.report.statistics``, the runs whose
-records stop short, and last what each budget's numbers can and cannot show (its config's ``note``).
+(``suite.report.table``, ``suite.report.time_to_target``), the confidence intervals and verdicts of
+``suite.report.statistics``, the runs whose records stop short, and last what each budget's numbers can and
+cannot show (its config's ``note``).
 ``--format long-csv|json`` prints the tidy long table of ``suite.report.table_long``, alone on stdout (the
 note on incomplete records goes to stderr), so that ``pandas.read_csv`` reads it."""
 
@@ -18,19 +19,12 @@ import pandas as pd
 
 from suite.config import group_options
 from suite.names import unknown_name
+from suite.report.rendering import floor_caption, incomplete_note, target_caption
 from suite.report.results import RunRecord, evidence_origins
+from suite.report.rows import finished, load_published, load_records, parse_targets
 from suite.report.statistics import statistics_caption
 from suite.report.summary import render_summary, summary_blocks
-from suite.report.table import (
-    finished,
-    floor_caption,
-    guidance_note,
-    incomplete_note,
-    load_published,
-    load_records,
-    parse_targets,
-    target_caption,
-)
+from suite.report.table import guidance_note
 from suite.report.table_long import LONG_FORMATS, long_table, render_long
 from suite.report.three_tables import render_tables
 

@@ -10,7 +10,7 @@ value's ``mean``, sample standard deviation ``std`` (ddof = 1) and 95% t interva
 (``suite.report.statistics.t_interval``: x̄ ± t_{0.975, n−1}·s/√n; empty for one seed). ``published`` is the
 paper's value for the same task, sampler and metric (empty for stand-in data and substitute metrics),
 ``published_nfe`` its NFE, and ``published_gap`` says how our protocol differs from the published one
-(empty when it follows it: only then are the two numbers comparable; ``suite.report.table.published_gap``).
+(empty when it follows it: only then are the two numbers comparable; ``suite.report.rows.published_gap``).
 ``records_incomplete`` counts the seeds whose records stop short (``suite.report.results``).
 
 The CSV has one header line and nothing else (``pandas.read_csv`` reads it as is); the JSON is a list of
@@ -23,8 +23,9 @@ import json
 
 import pandas as pd
 
+from suite.report.rows import ROW_KEYS, final_rows, finished, with_row_labels
 from suite.report.statistics import t_interval
-from suite.report.table import ROW_KEYS, comparison_stats, final_rows, finished, with_row_labels
+from suite.report.table import comparison_stats
 
 LONG_COLUMNS = [
     "task",

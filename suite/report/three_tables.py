@@ -1,7 +1,7 @@
 """The three full tables of the records, rendered once for ``suite table --format md|latex|csv`` and for
 ``suite report``: the comparison table (final quality, mean ± std over seeds, beside the published value;
 ``suite.report.table.comparison_table``), the time-to-target table (processed examples until the seed-mean
-curve first reaches the target's final quality; ``suite.report.table.time_to_target_table``) and the
+curve first reaches the target's final quality; ``suite.report.time_to_target.time_to_target_table``) and the
 statistics table (95% confidence intervals over seeds, paired differences, time-to-target ratios and the
 verdicts; ``suite.report.statistics.statistics_table``), each with its caption.
 """
@@ -12,17 +12,11 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from suite.report.rendering import NO_TARGET, floor_caption, render, target_caption
+from suite.report.rows import TARGET_BASELINES
 from suite.report.statistics import statistics_caption, statistics_table
-from suite.report.table import (
-    NO_TARGET,
-    TARGET_BASELINES,
-    comparison_caption,
-    comparison_table,
-    floor_caption,
-    render,
-    target_caption,
-    time_to_target_table,
-)
+from suite.report.table import comparison_caption, comparison_table
+from suite.report.time_to_target import time_to_target_table
 
 
 def render_tables(

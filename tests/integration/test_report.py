@@ -12,7 +12,7 @@ import numpy as np
 from suite.report.plots import plot_results, write_figures
 from suite.report.profile import write_posthoc
 from suite.report.report import write_report
-from suite.report.table import load_published, load_records
+from suite.report.rows import load_published, load_records
 from suite.report.table_command import print_tables
 from suite.report.three_tables import render_tables
 from tests.unit.test_plots import KIMG, assert_figure, config, tiny_profile

