@@ -1,5 +1,5 @@
 """``suite plan-seeds``: the seeds a stated difference to the target needs, from an upper bound of the
-spread measured so far (``suite.report.statistics.print_seed_plan``)."""
+spread measured so far (``suite.report.seed_plan.print_seed_plan``)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from suite.report.statistics import print_seed_plan
+    from suite.report.seed_plan import print_seed_plan
 
     return print_seed_plan(args.results, args.difference, args.power, args.target_samplers)

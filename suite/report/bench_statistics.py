@@ -14,7 +14,7 @@ and each evaluation a multiplicative noise e^{0.01·w} (1% evaluation noise). Ev
 (``suite.run.schedule.evaluation_points``). With 3, 5 or 10 seeds and both noises, speed-ups and grids: 24
 cells.
 
-Each study goes through the functions ``suite.report.statistics.comparison_intervals`` applies to records,
+Each study goes through the functions ``suite.report.comparisons.comparison_intervals`` applies to records,
 called on arrays of all studies at once: ``t_limits`` on the ln of the finals (every sampler's final interval)
 and on the paired differences of logs (candidate vs each baseline),
 ``suite.report.time_to_target.pair_log_ratios`` (the crossing ``suite.report.time_to_target.crossings`` in
@@ -34,7 +34,7 @@ a standard error of at most √(0.93·0.07/1000) = 0.8% for a coverage at its bo
 3.5%.
 
 Then the seed plan: 3- and 5-pair pilots of normal paired differences (sd 1) planning for D = 1 and 0.5,
-from the measured sd and from its 80% upper bound (``suite.report.statistics.spread_bound``,
+from the measured sd and from its 80% upper bound (``suite.report.seed_plan.spread_bound``,
 ``seeds_needed``), with the true power (``paired_t_power`` at the true sd) of each plan: mean and share below
 0.8; PASS when the upper-bound plans' mean power ≥ 0.8.
 """
@@ -53,16 +53,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from suite.report.statistics import (
-    CONFIDENCE,
-    POWER,
-    censored_normal,
-    holm,
-    paired_t_power,
-    seeds_needed,
-    spread_bound,
-    t_limits,
-)
+from suite.report.seed_plan import POWER, paired_t_power, seeds_needed, spread_bound
+from suite.report.statistics import CONFIDENCE, censored_normal, holm, t_limits
 from suite.report.time_to_target import pair_log_ratios
 from suite.run.schedule import evaluation_points
 

@@ -3,7 +3,8 @@
 Each block's columns are the sampler, its seeds, the final quality with its 95% interval, the difference to
 the time-to-target target with its interval (paired by seed), the processed examples (kimg) until the
 sampler's seed-mean curve first reaches the target, the published value and the verdict. The cells are
-read by column name from the frames that compute them: ``suite.report.statistics.statistics_table`` (interval,
+read by column name from the frames that compute them: ``suite.report.comparisons.statistics_table``
+(interval,
 difference and verdict), ``suite.report.time_to_target.time_to_target`` (kimg) and
 ``suite.report.table.comparison_stats`` (published value); columns those frames add are ignored.
 
@@ -24,8 +25,8 @@ from typing import IO, TYPE_CHECKING
 
 import pandas as pd
 
+from suite.report.comparisons import statistics_table
 from suite.report.rows import format_value, metric_of
-from suite.report.statistics import statistics_table
 from suite.report.table import comparison_stats
 from suite.report.time_to_target import time_to_target
 
@@ -171,7 +172,7 @@ def summary_blocks(
 ) -> tuple[list[Block], Notes, list[str]]:
     """The compact blocks of the finished runs in ``df`` (of ``budget`` when given), only the rows of
     ``samplers`` when given (the targets are still set by every sampler that ran), their notes, and the
-    scales their comparisons were computed on (for ``suite.report.statistics.statistics_caption``).
+    scales their comparisons were computed on (for ``suite.report.comparisons.statistics_caption``).
 
     With a ``declared`` target every sampler has one line; without one each sampler is compared with
     every finished baseline (Holm, ``suite.report.statistics``), one line per baseline under a ``vs`` column,

@@ -19,10 +19,10 @@ import pandas as pd
 
 from suite.config import group_options
 from suite.names import unknown_name
+from suite.report.comparisons import statistics_caption
 from suite.report.rendering import floor_caption, incomplete_note, target_caption
 from suite.report.results import RunRecord, evidence_origins
 from suite.report.rows import finished, load_published, load_records, parse_targets
-from suite.report.statistics import statistics_caption
 from suite.report.summary import render_summary, summary_blocks
 from suite.report.table import guidance_note
 from suite.report.table_long import LONG_FORMATS, long_table, render_long

@@ -3,7 +3,7 @@
 ``suite.report.table.comparison_table``), the time-to-target table (processed examples until the seed-mean
 curve first reaches the target's final quality; ``suite.report.time_to_target.time_to_target_table``) and the
 statistics table (95% confidence intervals over seeds, paired differences, time-to-target ratios and the
-verdicts; ``suite.report.statistics.statistics_table``), each with its caption.
+verdicts; ``suite.report.comparisons.statistics_table``), each with its caption.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from suite.report.comparisons import statistics_caption, statistics_table
 from suite.report.rendering import NO_TARGET, floor_caption, render, target_caption
 from suite.report.rows import TARGET_BASELINES
-from suite.report.statistics import statistics_caption, statistics_table
 from suite.report.table import comparison_caption, comparison_table
 from suite.report.time_to_target import time_to_target_table
 

@@ -103,6 +103,8 @@ LIGHT_MODULES = (
     "suite.report.three_tables",
     "suite.report.table_long",
     "suite.report.statistics",
+    "suite.report.comparisons",
+    "suite.report.seed_plan",
 )
 
 OUTSIDE_SAMPLER = '''\

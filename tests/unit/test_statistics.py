@@ -18,22 +18,18 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from suite.cli import main as cli_main
+from suite.report.comparisons import comparison_intervals, statistics_table, verdict
 from suite.report.rows import format_value, load_records
+from suite.report.seed_plan import paired_t_power, seeds_needed, spread_bound
 from suite.report.statistics import (
     Interval,
     censored_normal,
-    comparison_intervals,
     difference_on_scale,
     holm,
-    paired_t_power,
     ratio_interval,
     scaled_interval,
-    seeds_needed,
-    spread_bound,
-    statistics_table,
     t_band,
     t_interval,
-    verdict,
 )
 from suite.report.table_command import print_tables
 from tests.unit.test_table import write_run

@@ -655,7 +655,7 @@ def test_time_to_target_reads_the_curves_protocol_and_leaves_the_final_protocol_
     assert lines.loc["infonoise", "kimg_to_target"] == pytest.approx(info)
     pairs = [40.0 / cross(20, 40, 13, 5, 10), 40.0 / cross(20, 40, 15, 7, 10)]
     assert lines.loc["infonoise", "pair_mean"] == pytest.approx(np.mean(pairs))
-    from suite.report.statistics import comparison_intervals
+    from suite.report.comparisons import comparison_intervals
 
     ratio = comparison_intervals(records).set_index("sampler").loc["infonoise", "ratio"]
     assert ratio.estimate == pytest.approx(math.exp(np.mean(np.log(pairs))))

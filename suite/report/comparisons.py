@@ -1,0 +1,371 @@
+"""How sure a comparison is: 95% confidence intervals over seeds on the metric's own scale, paired
+comparisons against a target fixed in advance (or against every baseline with Holm's correction), the
+time-to-target ratio over seed pairs with right-censoring, a verdict per comparison
+(``suite.report.statistics`` holds the intervals, ``suite.report.seed_plan`` the seed planning).
+
+Design. Seed k of every sampler in one comparison starts from the same initial weights
+(``torch.manual_seed(seed)`` in ``suite.run.state``) and draws the same data order (``suite.stream``), so
+samplers are compared in pairs by seed: pair k is seed k of the sampler and seed k of the target, inside one
+comparison row of ``suite.report.table`` (task × budget × comparison hash × metric × data kind × origin).
+
+Target (``target_method``). A study file may declare ``target: <sampler label>`` (``suite.launch.study``):
+that sampler is the target of every row it finished in, whatever its final value ("declared"). Without a
+declaration, picking the best of the baselines on the very seeds it is compared on favours it (winner's
+curse: an equally good candidate is called "worse" more often than the nominal rate), so every
+sampler is compared with *each* baseline of ``targets`` that finished ("holm"), one line per pair of
+samplers, and its verdicts use Holm's step-down adjusted p-values over those m baselines (Holm 1979;
+``statsmodels.stats.multitest.multipletests(method="holm")`` is the reference ``holm`` is tested against),
+separately for the quality difference and for the time ratio. Intervals stay per-comparison 95% intervals.
+
+Verdict of a sampler S against a target T (``verdict``): with one seed pair "1 seed: no interval; run ≥
+3 seeds"; otherwise "S better than T by d FID, 95% CI [a, b], n seed pairs" (or "worse"), or "not
+distinguishable from T with n seed pairs" when the (Holm-adjusted) p-value is ≥ 0.05; then the time to
+T's final quality, "reaches T's final FID 1.60× sooner, 95% CI [a, b]" (or "takes … longer", or "not
+distinguishable"), with "k of n censored" whenever a pair never reached.
+
+Columns of ``comparison_intervals``: ``row``, the row keys, ``sampler``, ``target_sampler``, ``method``
+("declared" | "holm"), ``baselines`` (m, the comparisons Holm adjusts over; 1 when declared), ``scale``,
+``final`` (Interval, metric units), ``difference`` (Interval, metric units), ``difference_sd`` (sd of d_k on
+the scale), ``difference_p`` (adjusted), ``ratio`` (Interval of e^μ; None below 1 pair), ``ratio_p``
+(adjusted), ``pairs``, ``ratio_reached`` (pairs not censored) and ``censored``.
+Columns of ``statistics_table`` (strings): task, budget, metric, sampler, seeds, "final, 95% CI", target,
+"sampler − target (paired by seed), 95% CI", "time-to-target ratio, 95% CI", verdict, and added after them
+``scale`` (the metric's comparison scale), ``method`` (declared | holm over m baselines) and ``censored``
+("k of n").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from suite.report.rows import (
+    ROW_KEYS,
+    TARGET_BASELINES,
+    curve_rows,
+    final_rows,
+    finished,
+    format_value,
+    is_adaptive,
+    metric_of,
+    recorded_adaptive,
+    sampler_order,
+    sort_rows,
+    with_row_labels,
+)
+from suite.report.statistics import (
+    CONFIDENCE,
+    ONE_SEED,
+    Interval,
+    censored_ratio_interval,
+    difference_on_scale,
+    holm,
+    scaled_interval,
+)
+from suite.report.time_to_target import paired_speedups, row_scale, same_row
+
+SEEDS_ADVISED = 3
+
+
+INTERVAL_COLUMNS = [
+    "row",
+    *ROW_KEYS,
+    "sampler",
+    "target_sampler",
+    "method",
+    "baselines",
+    "scale",
+    "final",
+    "difference",
+    "difference_sd",
+    "difference_p",
+    "ratio",
+    "ratio_p",
+    "pairs",
+    "ratio_reached",
+    "censored",
+]
+
+
+def _seed_finals(final: pd.DataFrame) -> dict[str, pd.Series]:
+    """Per sampler label, its final value per seed (mean over duplicate rows of one seed)."""
+    return {
+        str(sampler): part.groupby("seed")["value"].mean().sort_index()
+        for sampler, part in final.groupby("sampler")
+    }
+
+
+def target_method(declared: str | None) -> str:
+    return "declared" if declared is not None else "holm"
+
+
+def _baselines(
+    finals: dict[str, pd.Series], adaptive: Mapping[str, bool], targets: Sequence[str], declared: str | None
+) -> list[str]:
+    """The samplers a row's others are compared with: the declared one, else every finished fixed sampler
+    of ``targets`` with a finite final mean, in sampler order."""
+    wanted = [declared] if declared is not None else list(targets)
+    return [
+        label
+        for label in sampler_order(list(finals))
+        if label in wanted and not adaptive[label] and np.isfinite(finals[label].mean())
+    ]
+
+
+def comparison_intervals(
+    df: pd.DataFrame,
+    budget: str | None = None,
+    targets: Sequence[str] = TARGET_BASELINES,
+    declared: str | None = None,
+) -> pd.DataFrame:
+    """One line per comparison row × sampler × target (columns in the module docstring). The targets are
+    ``declared`` (a study's ``target:``) or, without one, every baseline of ``targets`` that finished, with
+    Holm's adjustment over them; a target's own line has ``target_sampler`` = itself. A row where no target
+    finished has one line per sampler with ``target_sampler`` "" and no comparison."""
+    rows = with_row_labels(finished(df, budget))
+    if rows.empty:
+        return pd.DataFrame(columns=INTERVAL_COLUMNS)
+    final, curves = final_rows(rows), curve_rows(rows)
+    method = target_method(declared)
+    lines = []
+    for _, part in final.groupby(ROW_KEYS, sort=False, dropna=False):
+        first = part.iloc[0]
+        higher = bool(first["higher_is_better"])
+        scale = row_scale(part)
+        finals = _seed_finals(part)
+        recorded = recorded_adaptive(part)
+        adaptive = {
+            str(label): is_adaptive(str(name), recorded.get(str(label)))
+            for label, name in zip(part["sampler"], part["sampler_name"], strict=True)
+        }
+        baselines = _baselines(finals, adaptive, targets, declared)
+        evaluations = curves[same_row(curves, first)]
+        for sampler in sampler_order(list(finals)):
+            base = {
+                "row": first["row"],
+                **first[ROW_KEYS].to_dict(),
+                "sampler": sampler,
+                "method": method,
+                "baselines": len(baselines),
+                "scale": scale,
+                "final": scaled_interval(finals[sampler].to_numpy(), scale),
+                "difference": None,
+                "difference_sd": math.nan,
+                "difference_p": math.nan,
+                "ratio": None,
+                "ratio_p": math.nan,
+                "pairs": 0,
+                "ratio_reached": 0,
+                "censored": 0,
+            }
+            if sampler in baselines or not baselines:
+                lines.append(base | {"target_sampler": sampler if baselines else ""})
+                continue
+            group = []
+            for target in baselines:
+                seeds = finals[sampler].index.intersection(finals[target].index)
+                line = base | {"target_sampler": target, "pairs": len(seeds)}
+                if len(seeds):
+                    difference, sd, p = difference_on_scale(
+                        finals[sampler][seeds].to_numpy(), finals[target][seeds].to_numpy(), scale
+                    )
+                    line |= {"difference": difference, "difference_sd": sd, "difference_p": p}
+                logs, censored = paired_speedups(evaluations, target, sampler, higher, scale)
+                if len(logs):
+                    ratio, p = censored_ratio_interval(logs, censored)
+                    line |= {
+                        "ratio": ratio,
+                        "ratio_p": p,
+                        "ratio_reached": int((censored >= 0).sum()),
+                        "censored": int((censored != 0).sum()),
+                    }
+                group.append(line)
+            for key in ("difference_p", "ratio_p"):
+                adjusted = holm(np.array([line[key] for line in group]))
+                for line, value in zip(group, adjusted, strict=True):
+                    line[key] = float(value)
+            lines.extend(group)
+    return pd.DataFrame(lines, columns=INTERVAL_COLUMNS)
+
+
+def _times(x: float) -> str:
+    """A ratio as "1.60", "∞" or "–" (none)."""
+    if math.isnan(x):
+        return "–"
+    return "∞" if math.isinf(x) else f"{x:.2f}"
+
+
+def _censored_text(line: Mapping) -> str:
+    censored = int(line.get("censored", 0) or 0)
+    return f"{censored} of {int(line['pairs'])} censored" if censored else ""
+
+
+def _adjusted(line: Mapping, key: str) -> str:
+    """ ", Holm-adjusted p = 0.012 over 4 baselines" for a Holm line, "" for a declared target."""
+    m = int(line.get("baselines", 1) or 1)
+    if line.get("method", "declared") != "holm" or m < 2:
+        return ""
+    return f", Holm-adjusted p = {line[key]:.3g} over {m} baselines"
+
+
+def _significant(line: Mapping, key: str, interval: Interval, null: float) -> bool:
+    """Whether a comparison is distinguishable: its (adjusted) p-value below 1 − confidence where one was
+    computed, else its interval excludes ``null``."""
+    p = line.get(key, math.nan)
+    if p is not None and not math.isnan(p):
+        return p < 1.0 - CONFIDENCE
+    return not interval.covers(null)
+
+
+def verdict(line: Mapping) -> str:
+    """The plain-words verdict of one ``comparison_intervals`` line (see the module docstring)."""
+    sampler, target = line["sampler"], line["target_sampler"]
+    metric = str(line["metric"]).upper()
+    level = f"{100 * CONFIDENCE:g}%"
+    if not target:
+        return "no target sampler finished in this row"
+    if sampler == target:
+        if line.get("method", "declared") == "holm":
+            return f"baseline: every other sampler is compared with it (Holm over {int(line['baselines'])})"
+        return f"target: declared in the study file ({metric})"
+    pairs = int(line["pairs"])
+    if pairs == 0:
+        return f"no seed in common with {target}: no pairs"
+    if pairs == 1:
+        return f"{ONE_SEED}; run ≥ {SEEDS_ADVISED} seeds"
+    d: Interval = line["difference"]
+    if not _significant(line, "difference_p", d, 0.0):
+        text = (
+            f"not distinguishable from {target} with {pairs} seed pairs ({metric} difference "
+            f"{d.estimate:+.2f}, {level} CI [{d.low:+.2f}, {d.high:+.2f}]{_adjusted(line, 'difference_p')})"
+        )
+    else:
+        # the gain g = ±d is positive when the sampler is better; "worse by" states −g and its interval
+        sign = 1.0 if line["higher_is_better"] else -1.0
+        gain = sorted([sign * d.low, sign * d.high])
+        better = sign * d.estimate > 0
+        word, low, high = ("better", *gain) if better else ("worse", -gain[1], -gain[0])
+        size = abs(d.estimate)
+        text = (
+            f"{sampler} {word} than {target} by {format_value(size)} {metric}, {level} CI "
+            f"[{format_value(low, size)}, {format_value(high, size)}], {pairs} seed pairs"
+            f"{_adjusted(line, 'difference_p')}"
+        )
+    r: Interval | None = line["ratio"]
+    if r is None or not r.defined:
+        return text
+    censored = _censored_text(line)
+    note = f"; {censored}" if censored else ""
+    if not _significant(line, "ratio_p", r, 1.0):
+        return (
+            f"{text}; time to {target}'s final {metric} not distinguishable ({_times(r.estimate)}×, "
+            f"{level} CI [{_times(r.low)}, {_times(r.high)}]{note}{_adjusted(line, 'ratio_p')})"
+        )
+    if r.low > 1:
+        return (
+            f"{text}; reaches {target}'s final {metric} {_times(r.estimate)}× sooner, {level} CI "
+            f"[{_times(r.low)}, {_times(r.high)}]{note}{_adjusted(line, 'ratio_p')}"
+        )
+    inverse = (
+        1 / r.estimate if r.estimate > 0 else math.inf,
+        1 / r.high,
+        1 / r.low if r.low > 0 else math.inf,
+    )
+    return (
+        f"{text}; takes {_times(inverse[0])}× longer to reach {target}'s final {metric}, {level} CI "
+        f"[{_times(inverse[1])}, {_times(inverse[2])}]{note}{_adjusted(line, 'ratio_p')}"
+    )
+
+
+def in_paper_order(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows in the table's order of comparisons (``suite.report.table``), samplers in their order within
+    each."""
+    if table.empty:
+        return table
+    order = sort_rows(table[["task", "budget"]].drop_duplicates())
+    ranked = table.merge(order.assign(_rank=range(len(order))), on=["task", "budget"])
+    return ranked.sort_values("_rank", kind="stable").drop(columns="_rank").reset_index(drop=True)
+
+
+def pairs_text(n: int) -> str:
+    return f"{n} seed pair{'s' * (n != 1)}"
+
+
+def statistics_table(
+    df: pd.DataFrame,
+    budget: str | None = None,
+    targets: Sequence[str] = TARGET_BASELINES,
+    declared: str | None = None,
+) -> pd.DataFrame:
+    """String table of ``comparison_intervals``: one line per comparison row × sampler × target with the
+    final quality and its 95% CI, the paired difference to the target and the time-to-target ratio with
+    theirs, the verdict, and the scale, method and censored pairs (module docstring)."""
+    intervals = comparison_intervals(df, budget, targets, declared)
+    lines = []
+    for _, line in intervals.iterrows():
+        d, r = line["difference"], line["ratio"]
+        pairs = int(line["pairs"])
+        difference, ratio = "–", "–"
+        counted = f", {pairs_text(pairs)}" if pairs > 1 else ""
+        if d is not None:
+            difference = d.text(abs(line["final"].estimate), signed=True) + counted
+        censored = _censored_text(line)
+        if r is not None:
+            interval = f" [{_times(r.low)}, {_times(r.high)}]" if r.defined else f" ({ONE_SEED})"
+            ratio = f"{_times(r.estimate)}×{interval}{counted}" + (f"; {censored}" if censored else "")
+        method = str(line["method"])
+        lines.append(
+            {
+                "task": line["row"],
+                "budget": line["budget"],
+                "metric": metric_of(line),
+                "sampler": line["sampler"],
+                "seeds": line["final"].n,
+                "final, 95% CI": line["final"].text(),
+                "target": line["target_sampler"] or "–",
+                "sampler − target (paired by seed), 95% CI": difference,
+                "time-to-target ratio, 95% CI": ratio,
+                "verdict": verdict(line),
+                "scale": line["scale"],
+                "method": f"holm over {int(line['baselines'])}" if method == "holm" else method,
+                "censored": f"{int(line['censored'])} of {pairs}" if r is not None else "–",
+            }
+        )
+    return in_paper_order(pd.DataFrame(lines))
+
+
+SCALE_WORDS = {
+    "log": "on the log scale (geometric means, paired differences of logs = ratios of geometric means)",
+    "logit": "on the logit scale (bounded in (0, 1))",
+    "linear": "on the metric's own scale",
+}
+
+
+def statistics_caption(declared: str | None = None, scales: Sequence[str] = ()) -> str:
+    """The caption of ``statistics_table``: the target's method, the scales and the censoring rule."""
+    if declared is not None:
+        method = f"target {declared}, declared in the study file before the runs"
+    else:
+        method = (
+            "no target declared: every sampler is compared with each finished baseline and its verdicts "
+            "are Holm-adjusted over those baselines (the best baseline chosen on the same seeds would be "
+            "favoured by its luck)"
+        )
+    used = [scale for scale in ("log", "logit", "linear") if scale in set(scales)] or ["log"]
+    kinds = {"log": "FID-type", "logit": "MAUVE-type", "linear": "other"}
+    on = "; ".join(f"for {kinds[scale]} metrics {SCALE_WORDS[scale]}" for scale in used)
+    return (
+        f"How sure each comparison is ({method}). Intervals are 95% t intervals over seeds, computed {on}; "
+        "all reported back in the metric's units: final quality (none with one seed); the paired difference "
+        "sampler − target over the seeds both ran (seed k of both starts from the same weights and data "
+        "order); the time-to-target ratio k_target/k_sampler over the same pairs, a pair whose sampler never "
+        "reached being censored at its last evaluation (censored-normal likelihood on log ratios, "
+        'profile-likelihood interval; "k of n censored"). `suite plan-seeds --difference D` says how many '
+        "seeds a stated difference needs"
+    )
+
+
+STATISTICS_CAPTION = statistics_caption()
