@@ -38,20 +38,18 @@ from __future__ import annotations
 import json
 import math
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import seaborn as sns
-import torch
 from matplotlib.figure import Figure
 
 from suite.config import to_dict
-from suite.noise.sampler import build_sampler
 from suite.noise.weighting import build_weight
 from suite.outputs import guarded_output
+from suite.report.allocations import final_allocation, learned_profile, mean_allocations
 from suite.report.figures import (
     DENSITY_LABEL,
     SIGMA_LABEL,
@@ -66,19 +64,14 @@ from suite.report.figures import (
     style_map,
 )
 from suite.report.profile import PosthocProfile, ProfileFn, saved_profile
+from suite.report.quality_figure import plot_quality
 from suite.report.results import RunRecord, by_comparison, evidence_origins, find_runs
 from suite.report.rows import (
-    curve_rows,
-    final_rows,
     finished,
     is_adaptive,
     load_records,
-    metric_label,
-    sampler_order,
 )
-from suite.report.statistics import t_band
-from suite.report.time_to_target import time_to_target
-from suite.run.assembly import build_loss_weight, build_noise_sampler
+from suite.report.sweep_figure import plot_pmean_sweep
 
 MEMORISATION_NOTE = (
     "The empirical-prior profile memorises its N points: MMSE = 0 below their nearest-neighbour scale, so "
@@ -122,47 +115,6 @@ def plot_sampler_densities(path: str | Path, weight: str = "edm", sigma_data: fl
     fig.savefig(path, dpi=150, bbox_inches="tight")
 
 
-# -- runs --------------------------------------------------------------------------------------------
-def _initial_density(run: RunRecord) -> tuple[np.ndarray, np.ndarray] | None:
-    """(u, π) of the run's sampler as configured, before any adaptation (None without a config)."""
-    if run.spec is None:
-        return None
-    lo, hi = run.spec.diffusion.sigma_min, run.spec.diffusion.sigma_max
-    try:
-        sampler = build_noise_sampler(run.spec, build_loss_weight(run.spec))
-    except (ValueError, KeyError):  # a sampler renamed or re-parametrised since the run
-        return None
-    u = np.linspace(math.log(lo), math.log(hi), 129)
-    return u, sampler.density_on(torch.as_tensor(u, dtype=torch.float64)).numpy()
-
-
-def final_allocation(run: RunRecord) -> tuple[np.ndarray, np.ndarray] | None:
-    """(u, φ) of ``run`` at the end of training; None when neither its sampler log nor its config says.
-
-    From the last sampler.jsonl row; an adaptive run that never rebuilt (budget shorter than its warm-up)
-    logs no row, and its density is the configured one (the warm-up prior). With KG's importance correction
-    the loss is reweighted by π_ref/π, so φ = π_ref·w, with w the task's loss weight.
-    """
-    if run.spec is None:
-        return None
-    weight = build_loss_weight(run.spec)
-    rows = [r for r in run.sampler_log() if "density" in r]
-    if rows:
-        u = np.asarray(rows[-1]["u"], dtype=float)
-        pi = np.asarray(rows[-1]["density"], dtype=float)
-    elif (initial := _initial_density(run)) is not None:
-        u, pi = initial
-    else:
-        return None
-    hyper = run.info.get("sampler_hyperparameters", {})
-    if hyper.get("importance_correction") and isinstance(hyper.get("base"), dict):
-        base = dict(hyper["base"])
-        lo, hi = base.pop("sigma_min", math.exp(u[0])), base.pop("sigma_max", math.exp(u[-1]))
-        reference = build_sampler(base.pop("name"), lo, hi, None, **base)
-        pi = reference.density_on(torch.as_tensor(u, dtype=torch.float64)).numpy()
-    return u, effective_allocation(u, pi, weight)
-
-
 def discover_runs(results: str | Path) -> dict[Path, list[RunRecord]]:
     """Run directories with a run.json under ``results`` grouped by comparison folder
     (``suite.report.results``)."""
@@ -173,17 +125,6 @@ def figure_stem(results: Path, folder: Path) -> str:
     """``<task>-<budget>-<hash>``, prefixed with the origin folders (``gpu_…``) of GPU evidence."""
     parts = [p for p in folder.relative_to(results).parts if p != "runs"]
     return "_".join(parts)
-
-
-# -- figure 1: alignment -----------------------------------------------------------------------------
-def _mean_allocations(runs: list[RunRecord]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per sampler label, the seed-mean final φ (u, φ)."""
-    out = {}
-    for label in sampler_order([r.label for r in runs]):
-        curves = [c for r in runs if r.label == label and (c := final_allocation(r)) is not None]
-        if curves:
-            out[label] = (curves[0][0], np.mean([c[1] for c in curves], axis=0))
-    return out
 
 
 def _legend_label(label: str, runs: list[RunRecord]) -> str:
@@ -198,23 +139,12 @@ def _legend_label(label: str, runs: list[RunRecord]) -> str:
     return text
 
 
-def _learned_profile(runs: list[RunRecord]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """InfoNoise's final (u, ρ̂, m̂), averaged over seeds (plain ``infonoise`` label preferred)."""
-    infonoise = [r for r in runs if r.sampler_name == "infonoise" and r.profiles()]
-    plain = [r for r in infonoise if r.label == "infonoise"] or infonoise
-    if not plain:
-        return None
-    last = [r.profiles()[-1] for r in plain if r.label == plain[0].label]
-    u = np.asarray(last[0]["u"], dtype=float)
-    return (u, np.mean([p["rho"] for p in last], axis=0), np.mean([p["m_hat"] for p in last], axis=0))
-
-
 def plot_alignment(
     runs: list[RunRecord], profile: PosthocProfile | None, title: str, base: Path
 ) -> list[Path]:
     """Each sampler's final φ against the post hoc profile and InfoNoise's ρ̂; MMSE estimates beside."""
-    allocations = _mean_allocations(runs)
-    learned = _learned_profile(runs)
+    allocations = mean_allocations(runs)
+    learned = learned_profile(runs)
     styles = style_map(list(allocations))
     entries = len(allocations) + (2 if profile is not None else 0) + (learned is not None)
     legend_height = 0.2 * math.ceil(entries / 3) + 0.5  # inches: legend rows and the note below them
@@ -299,115 +229,6 @@ def plot_alignment(
     return save_figure(fig, base)
 
 
-# -- figure 2: quality -------------------------------------------------------------------------------
-def _quality_label(row: pd.Series) -> str:
-    """Axis label of a metric: name, substitute flag, direction."""
-    better = "higher" if row["higher_is_better"] else "lower"
-    return (
-        f"{metric_label(row['metric'], bool(row['substitute_metric']), bool(row['higher_is_better']))} "
-        f"({better} is better)"
-    )
-
-
-def final_protocol_text(final: pd.DataFrame) -> str:
-    """The protocol of final-protocol rows in words: "50000 samples, best of 3 seed ranges"."""
-    samples = sorted({int(n) for n in pd.to_numeric(final["n_samples"], errors="coerce").dropna()})
-    ranges = sorted({int(e.get("n_ranges", 1)) for e in final["extra"] if isinstance(e, dict)})
-    text = f"{'/'.join(map(str, samples))} samples" if samples else "another protocol"
-    return text + (f", best of {'/'.join(map(str, ranges))} seed ranges" if ranges and ranges != [1] else "")
-
-
-def figure_target(rows: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """``time_to_target`` against the paper's fixed baselines, or against every fixed sampler when none of
-    them ran; with the words naming which."""
-    target = time_to_target(rows)
-    if not target.empty:
-        return target, "best of the paper's fixed baselines"
-    return time_to_target(rows, targets=None), "best fixed sampler"
-
-
-def _target_words(lines: pd.DataFrame, one_protocol: bool) -> str:
-    """ "final edm", or "edm's last curve" when the final point has a protocol of its own."""
-    name = lines["target_sampler"].iloc[0]
-    return f"final {name}" if one_protocol else f"{name}'s last curve"
-
-
-def plot_quality(rows: pd.DataFrame, title: str, base: Path) -> list[Path]:
-    """Write ``quality_figure`` of ``rows`` to ``base``.png and .pdf."""
-    return save_figure(quality_figure(rows, title), base)
-
-
-def quality_figure(rows: pd.DataFrame, title: str) -> Figure:
-    """Quality versus processed examples: mean over seeds with the 95% confidence interval of that mean as
-    its band (``suite.report.statistics.t_interval``; no band with one seed), per sampler.
-
-    The horizontal line is the time-to-target target (the best final quality of the paper's fixed baselines,
-    else of every fixed sampler; ``figure_target``) and the markers on it are where each seed-mean curve
-    first reaches it; a dotted line marks the best final quality of every fixed sampler when it differs.
-    A final point scored with another protocol than the curve (``final_protocol``, ``suite.report.results``)
-    is not joined to it: it is drawn as a black-edged diamond in the sampler's colour (seed mean), named in
-    the legend by its protocol, and the target and crossings come from the curves alone.
-    """
-    first = rows.iloc[0]
-    styles = style_map(rows["sampler"].unique().tolist())
-    fig, ax = new_figure(figsize=(9, 5.6))
-    final = rows[rows["final_protocol"].astype(bool)] if "final_protocol" in rows else rows.iloc[:0]
-    curve = curve_rows(rows)
-    sns.lineplot(data=curve, x="kimg", y="value", errorbar=t_band, ax=ax, **seaborn_styles(styles))
-    for number, (sampler, part) in enumerate(final.groupby("sampler", sort=False)):
-        ax.scatter(
-            part["kimg"].mean(),
-            part["value"].mean(),
-            marker="D",
-            s=45,
-            color=styles[sampler].color,
-            edgecolors="black",
-            zorder=6,
-            label=f"final protocol: {final_protocol_text(final)}" if number == 0 else None,
-        )
-    target, which = figure_target(rows)
-    if not target.empty:
-        ax.axhline(
-            target["target"].iloc[0],
-            color="0.2",
-            lw=1,
-            linestyle=(0, (4, 2)),
-            label=f"target: {_target_words(target, final.empty)} quality ({which})",
-        )
-        hits = target[target["reached"]]
-        ax.scatter(
-            hits["kimg_to_target"],
-            hits["target"],
-            s=70,
-            facecolors="none",
-            edgecolors="black",
-            zorder=5,
-            label="first reaches target",
-        )
-    every = time_to_target(rows, targets=None)
-    if not every.empty and not target.empty and every["target"].iloc[0] != target["target"].iloc[0]:
-        ax.axhline(
-            every["target"].iloc[0],
-            color="0.5",
-            lw=1,
-            linestyle=":",
-            label=f"target (all fixed): {_target_words(every, final.empty)} quality",
-        )
-    values = rows["value"]
-    if (values > 0).all() and values.max() / values.min() > 10:
-        ax.set_yscale("log")
-    ax.set_xlabel("processed examples (kimg)")
-    ax.set_ylabel(_quality_label(first))
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    several = bool((curve.groupby("sampler")["seed"].nunique() > 1).any()) if "seed" in curve else True
-    legend = "sampler (seed mean, band: its 95% CI)" if several else "sampler (1 seed)"
-    ax.legend(title=legend, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-    fig.tight_layout()
-    return fig
-
-
-# -- figure 3: InfoNoise's profile over training -----------------------------------------------------
 def _edges(centres: np.ndarray, log: bool = False) -> np.ndarray:
     """Cell edges around increasing centres (midpoints; in log space when ``log``)."""
     c = np.log(centres) if log else np.asarray(centres, dtype=float)
@@ -466,134 +287,6 @@ def plot_infonoise_profile(runs: list[RunRecord], title: str, base: Path) -> lis
     return save_figure(fig, base)
 
 
-# -- figure 4: EDM P_mean sweep ----------------------------------------------------------------------
-def allocation_median(u: np.ndarray, phi: np.ndarray) -> float:
-    """σ at the median of φ (the allocation's position on the σ axis)."""
-    cdf = np.concatenate([[0.0], np.cumsum(0.5 * (phi[1:] + phi[:-1]) * np.diff(u))])
-    return float(np.exp(np.interp(0.5 * cdf[-1], cdf, u)))
-
-
-@dataclass(frozen=True)
-class SweepPoint:
-    """One sampler label of a P_mean sweep figure."""
-
-    label: str
-    name: str
-    text: str
-    position: float
-    final: float
-    final_std: float
-    kimg: float
-
-
-def _sweep_points(runs: list[RunRecord], rows: pd.DataFrame, target: pd.DataFrame) -> list[SweepPoint]:
-    """EDM labels and InfoNoise labels with their allocation position, final quality and kimg to target."""
-    allocations = _mean_allocations(runs)
-    kimg_of = dict(zip(target["sampler"], target["kimg_to_target"], strict=True))
-    finals = final_rows(rows).groupby("sampler")["value"].agg(["mean", "std"])
-    points = []
-    for label in allocations:
-        run = next(r for r in runs if r.label == label)
-        if run.sampler_name not in ("edm", "infonoise") or label not in kimg_of or label not in finals.index:
-            continue
-        p_mean = run.info.get("sampler_hyperparameters", {}).get("p_mean")
-        text = f"P_mean={p_mean:g}" if run.sampler_name == "edm" and p_mean is not None else label
-        points.append(
-            SweepPoint(
-                label,
-                run.sampler_name,
-                text,
-                allocation_median(*allocations[label]),
-                float(finals.loc[label, "mean"]),
-                float(finals.loc[label, "std"]),
-                float(kimg_of[label]),
-            )
-        )
-    return sorted(points, key=lambda p: p.position)
-
-
-def plot_pmean_sweep(runs: list[RunRecord], rows: pd.DataFrame, title: str, base: Path) -> list[Path] | None:
-    """EDM runs of several P_mean, placed by where their allocation φ sits (its median σ).
-
-    Left: final quality (mean ± std over seeds); right: processed examples to reach the time-to-target
-    target (▲ at the top: not reached within the budget). InfoNoise is the star; the vertical line is the
-    median σ of InfoNoise's learned profile ρ̂, the position the information profile asks for.
-    """
-    if len({r.label for r in runs if r.sampler_name == "edm"}) < 2 or rows.empty:
-        return None
-    target, which = figure_target(rows)
-    if target.empty:
-        return None
-    points = _sweep_points(runs, rows, target)
-    if sum(p.name == "edm" for p in points) < 2:
-        return None
-    first = rows.iloc[0]
-    ceiling = float(rows["kimg"].max()) * 1.08
-    fig, (ax_q, ax_t) = new_figure(1, 2, figsize=(14, 5.6))
-    edm = [p for p in points if p.name == "edm"]
-    ax_q.errorbar(
-        [p.position for p in edm],
-        [p.final for p in edm],
-        yerr=[p.final_std for p in edm],
-        color="tab:blue",
-        marker="o",
-        capsize=3,
-        label="EDM, one point per P_mean",
-    )
-    ax_t.plot(
-        [p.position for p in edm],
-        [p.kimg if math.isfinite(p.kimg) else ceiling for p in edm],
-        color="0.6",
-        lw=1,
-        zorder=1,
-    )
-    for p in points:
-        star = p.name == "infonoise"
-        style = {"color": "black" if star else "tab:blue", "s": 160 if star else 60, "zorder": 3}
-        if star:
-            ax_q.errorbar(p.position, p.final, yerr=p.final_std, color="black", capsize=3)
-            ax_q.scatter(p.position, p.final, marker="*", label=p.label, **style)
-        ax_q.annotate(p.text, (p.position, p.final), textcoords="offset points", xytext=(6, 6), fontsize=8)
-        reached = math.isfinite(p.kimg)
-        marker = "*" if star else ("o" if reached else "^")
-        ax_t.scatter(p.position, p.kimg if reached else ceiling, marker=marker, **style)
-        ax_t.annotate(
-            p.text,
-            (p.position, p.kimg if reached else ceiling),
-            textcoords="offset points",
-            xytext=(0, 8 if reached else -14),
-            ha="center",
-            fontsize=8,
-        )
-    ax_t.axhline(ceiling, color="0.7", lw=0.8, linestyle=":")
-    ax_t.set_ylim(top=ceiling * 1.04)
-    learned = _learned_profile(runs)
-    for ax in (ax_q, ax_t):
-        if learned is not None:
-            ax.axvline(
-                allocation_median(learned[0], learned[1]),
-                color="black",
-                lw=1,
-                linestyle=(0, (4, 2)),
-                label="median σ of InfoNoise's learned profile ρ̂",
-            )
-        ax.set_xscale("log")
-        ax.set_xlabel("allocation position: median σ of φ = π·w at the end of training (log scale)")
-        ax.grid(True, which="both", alpha=0.3)
-    ax_q.set_ylabel(f"final {_quality_label(first)}")
-    ax_q.set_title("final quality (mean ± std over seeds)")
-    ax_q.legend(fontsize=8)
-    ax_t.set_ylabel("processed examples to reach the target (kimg)")
-    ax_t.set_title(
-        f"time to target ({which}): final {target['target_sampler'].iloc[0]} quality "
-        f"{target['target'].iloc[0]:.3g} (● reached, ▲ not reached, ★ InfoNoise)"
-    )
-    fig.suptitle(title)
-    fig.tight_layout()
-    return save_figure(fig, base)
-
-
-# -- all figures -------------------------------------------------------------------------------------
 def _profile_for(
     task_cfg: dict[str, Any], cache: dict[str, tuple[PosthocProfile | None, str]], profile_fn: ProfileFn
 ) -> tuple[PosthocProfile | None, str]:

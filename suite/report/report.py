@@ -33,7 +33,8 @@ import pandas as pd
 from suite.config import compose_run, to_dict
 from suite.outputs import claim, guarded_output
 from suite.records import now, write_atomic
-from suite.report.plots import ProfileFn, discover_runs, figure_stem, write_figures
+from suite.report.plots import discover_runs, figure_stem, write_figures
+from suite.report.profile import ProfileFn
 from suite.report.rendering import incomplete_note, to_markdown
 from suite.report.results import RunRecord, find_runs
 from suite.report.rows import TARGET_BASELINES, load_published, load_records, parse_targets, sampler_order

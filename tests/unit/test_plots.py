@@ -13,21 +13,14 @@ from omegaconf import OmegaConf
 from suite.config import compose_run, to_dict
 from suite.measure.profile import empirical_profile
 from suite.noise.weighting import EDMWeight, UniformWeight
-from suite.report.plots import (
-    allocation_median,
-    discover_runs,
-    effective_allocation,
-    figure_target,
-    final_allocation,
-    plot_alignment,
-    plot_results,
-    plot_sampler_densities,
-    quality_figure,
-    registered_densities,
-)
+from suite.report.allocations import final_allocation
+from suite.report.figures import effective_allocation, registered_densities
+from suite.report.plots import discover_runs, plot_alignment, plot_results, plot_sampler_densities
 from suite.report.profile import PosthocProfile, saved_profile, write_posthoc
+from suite.report.quality_figure import figure_target, quality_figure
 from suite.report.report import config_overrides, hydra_value, reproduce_command
 from suite.report.rows import load_records
+from suite.report.sweep_figure import allocation_median
 from tests.plugins import mog2d
 from tests.plugins.mog2d import MixtureOfGaussians
 from tests.unit.test_table import final_protocol_run, write_run
