@@ -306,7 +306,10 @@ class Task(ABC):
         problems = metric_problems(chosen)
         if problems:
             raise FileNotFoundError("; ".join(problems))
-        return [METRICS.get(name)(options, device, cache_dir) for name, options in chosen.items()]
+        built = [METRICS.get(name)(options, device, cache_dir) for name, options in chosen.items()]
+        for metric in built:
+            metric.for_task(self)
+        return built
 
 
 def augment_share(

@@ -106,6 +106,16 @@ class ExactMetric(Metric):
         self.data, self.sigma_min, self.sigma_max = data, float(sigma_min), float(sigma_max)
         return self
 
+    def for_task(self, task: object) -> None:
+        """Score against the task's distribution on its σ range (its config's sigma_min, sigma_max)."""
+        data = getattr(task, "distribution", None)
+        if not isinstance(data, AnalyticData):
+            raise TypeError(
+                f"metric {self.spec.name!r} scores against a distribution with a closed-form denoiser; task "
+                f"{getattr(task, 'name', task)!r} has none (a ground-truth point task has one)"
+            )
+        self.bind(data, float(task.cfg["sigma_min"]), float(task.cfg["sigma_max"]))  # type: ignore[attr-defined]
+
     def cached(self, name: str, key: tuple[Tensor | str, ...], compute: Callable[[], Tensor]) -> Tensor:
         """``compute()``, kept in the suite's cache folder under ``name`` and the content fingerprint of the
         tensors and texts of ``key`` (every run of a study asks for the same tensor), and in this process."""

@@ -6,8 +6,8 @@ points from ``reference_seed`` (separate streams, so no reference point is a tra
 model space (sample shape (d,)); nothing is read from disk and nothing is a stand-in, so ``example_data``
 writes no file and only sets the sizes. The fingerprint covers the distribution's parameters and both
 draws. The network is ``network.PointMLP`` of the preset's ``width``, ``depth`` and ``embedding``; samples
-decode to float32 points. The task's metrics are bound to its distribution and σ range
-(``metrics.ExactMetric.bind``).
+decode to float32 points. Each exact metric reads the task's distribution and σ range
+when the task builds it (``metrics.ExactMetric.for_task``), as every metric reads its task.
 """
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from infonoise_modalities.points.distributions import build_distribution
-from infonoise_modalities.points.metrics import ExactMetric
 from infonoise_modalities.points.network import PointMLP
-from suite.metrics import Metric
 from suite.noise.analytic import GaussianMixtureData
 from suite.task import Task, TaskData, TensorSplit, content_fingerprint
 
@@ -74,10 +72,3 @@ class PointTask(Task):
 
     def decode(self, x: Tensor, model: nn.Module | None) -> Tensor:
         return x.detach().to("cpu", torch.float32)
-
-    def metrics(self, device: torch.device, cache_dir: Path) -> list[Metric]:
-        built = super().metrics(device, cache_dir)
-        for metric in built:
-            if isinstance(metric, ExactMetric):
-                metric.bind(self.distribution, float(self.cfg["sigma_min"]), float(self.cfg["sigma_max"]))
-        return built

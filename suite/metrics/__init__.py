@@ -117,6 +117,12 @@ class Metric(ABC):
     def __call__(self, inputs: EvalInputs) -> dict[str, float]:
         """{"value": the number, plus optional extras such as "std" or "n_seeds"}."""
 
+    def for_task(self, task: object) -> None:
+        """Read what this metric needs from the task that built it, beyond its options (a ground-truth
+        metric: the task's distribution and σ range). Every task calls it on each metric it builds; by
+        default a metric needs nothing more."""
+        return None
+
     def bench_parts(self) -> dict[str, Callable[[], dict[str, float]]]:
         """Parts of this metric that ``suite bench eval`` times beside its whole call: the row's label →
         a function that runs the part once and returns its ``seconds``, ``n`` (items processed) and
