@@ -18,16 +18,22 @@ samplers, and its verdicts use Holm's step-down adjusted p-values over those m b
 separately for the quality difference and for the time ratio. Intervals stay per-comparison 95% intervals.
 
 Verdict of a sampler S against a target T (``verdict``): with one seed pair "1 seed: no interval; run ≥
-3 seeds"; otherwise "S better than T by d FID, 95% CI [a, b], n seed pairs" (or "worse"), or "not
-distinguishable from T with n seed pairs" when the (Holm-adjusted) p-value is ≥ 0.05; then the time to
-T's final quality, "reaches T's final FID 1.60× sooner, 95% CI [a, b]" (or "takes … longer", or "not
-distinguishable"), with "k of n censored" whenever a pair never reached.
+3 seeds"; paired differences that do not vary "constant: S − T = d" (no test); otherwise "S better than T
+by d FID, 95% CI [a, b], n seed pairs" (or "worse"), or "not distinguishable from T with n seed pairs" when
+the (Holm-adjusted) p-value is ≥ 0.05; then the time to the level both runs of each pair reach (T's final
+value where S ends at least as good in every pair, else the worse final of each pair;
+``suite.report.statistics``): "reaches T's final FID 1.60× sooner, 95% CI [a, b]" (or "takes … longer", or
+"not distinguishable", an interval [0, ∞] marked "uninformative"), "not tested" with the bound where fewer
+than two pairs observed both crossings, "k of n censored" whenever a crossing lay before a first
+evaluation, and "ends behind T's final FID in k of n pairs: run longer than L kimg" where S never caught up.
+Only a p-value makes a statement: a comparison without one is never "better", "worse", "sooner" or "longer".
 
 Columns of ``comparison_intervals``: ``row``, the row keys, ``sampler``, ``target_sampler``, ``method``
 ("declared" | "holm"), ``baselines`` (m, the comparisons Holm adjusts over; 1 when declared), ``scale``,
 ``final`` (Interval, metric units), ``difference`` (Interval, metric units), ``difference_sd`` (sd of d_k on
 the scale), ``difference_p`` (adjusted), ``ratio`` (Interval of e^μ; None below 1 pair), ``ratio_p``
-(adjusted), ``pairs``, ``ratio_reached`` (pairs not censored) and ``censored``.
+(adjusted), ``pairs``, ``ratio_reached`` (pairs not censored), ``censored``, ``behind`` (pairs whose
+sampler ends worse than the target) and ``last_kimg`` (the sampler's last evaluation).
 Columns of ``statistics_table`` (strings): task, budget, metric, sampler, seeds, "final, 95% CI", target,
 "sampler − target (paired by seed), 95% CI", "time-to-target ratio, 95% CI", verdict, and added after them
 ``scale`` (the metric's comparison scale), ``method`` (declared | holm over m baselines) and ``censored``
@@ -65,7 +71,7 @@ from suite.report.statistics import (
     holm,
     scaled_interval,
 )
-from suite.report.time_to_target import paired_speedups, row_scale, same_row
+from suite.report.time_to_target import behind_pairs, paired_speedups, row_scale, same_row
 
 SEEDS_ADVISED = 3
 
@@ -87,6 +93,8 @@ INTERVAL_COLUMNS = [
     "pairs",
     "ratio_reached",
     "censored",
+    "behind",
+    "last_kimg",
 ]
 
 
@@ -160,6 +168,8 @@ def comparison_intervals(
                 "pairs": 0,
                 "ratio_reached": 0,
                 "censored": 0,
+                "behind": 0,
+                "last_kimg": math.nan,
             }
             if sampler in baselines or not baselines:
                 lines.append(base | {"target_sampler": sampler if baselines else ""})
@@ -179,8 +189,10 @@ def comparison_intervals(
                     line |= {
                         "ratio": ratio,
                         "ratio_p": p,
-                        "ratio_reached": int((censored >= 0).sum()),
+                        "ratio_reached": int((censored == 0).sum()),
                         "censored": int((censored != 0).sum()),
+                        "behind": behind_pairs(evaluations, target, sampler, higher),
+                        "last_kimg": float(evaluations.loc[evaluations["sampler"] == sampler, "kimg"].max()),
                     }
                 group.append(line)
             for key in ("difference_p", "ratio_p"):
@@ -211,13 +223,73 @@ def _adjusted(line: Mapping, key: str) -> str:
     return f", Holm-adjusted p = {line[key]:.3g} over {m} baselines"
 
 
-def _significant(line: Mapping, key: str, interval: Interval, null: float) -> bool:
-    """Whether a comparison is distinguishable: its (adjusted) p-value below 1 − confidence where one was
-    computed, else its interval excludes ``null``."""
+def _significant(line: Mapping, key: str) -> bool:
+    """Whether a comparison is distinguishable: its (adjusted) p-value below 1 − confidence; a comparison
+    with no p-value (a constant, or a time ratio with fewer than two observed crossings) is never a
+    statement."""
     p = line.get(key, math.nan)
-    if p is not None and not math.isnan(p):
-        return p < 1.0 - CONFIDENCE
-    return not interval.covers(null)
+    return p is not None and not math.isnan(p) and p < 1.0 - CONFIDENCE
+
+
+def uninformative(interval: Interval) -> bool:
+    """A ratio interval that excludes no value: [0, ∞]."""
+    return interval.low <= 0.0 and math.isinf(interval.high)
+
+
+def _level_words(line: Mapping, target: str, metric: str) -> str:
+    """The level a time ratio is measured at: the target's final value where the sampler ends at least as
+    good in every pair, else the worse final of each pair."""
+    if int(line.get("behind", 0) or 0) == 0:
+        return f"{target}'s final {metric}"
+    return f"the worse final {metric} of each pair"
+
+
+def _ratio_text(line: Mapping, target: str, metric: str) -> str:
+    """The time-to-level clause of a verdict (module docstring), "" when there is no ratio."""
+    r: Interval | None = line["ratio"]
+    if r is None or r.n < 2:
+        return ""
+    level = f"{100 * CONFIDENCE:g}%"
+    pairs, observed = int(line["pairs"]), int(line.get("ratio_reached", line["pairs"]))
+    notes = [_censored_text(line)]
+    behind = int(line.get("behind", 0) or 0)
+    if behind:
+        last = float(line.get("last_kimg", math.nan))
+        notes.append(
+            f"ends behind {target}'s final {metric} in {behind} of {pairs} pairs: run longer than {last:g} "
+            "kimg to see when it reaches it"
+        )
+    note = "".join(f"; {text}" for text in notes if text)
+    to = _level_words(line, target, metric)
+    if math.isnan(line.get("ratio_p", math.nan)) and math.isnan(r.estimate):
+        bound = (
+            f"at most {_times(r.high)}×"
+            if math.isfinite(r.high)
+            else (f"at least {_times(r.low)}×" if r.low > 0 else "unbounded")
+        )
+        return (
+            f"; time to {to}: not tested, {observed} of {pairs} pairs observed both crossings "
+            f"(mean speed-up {bound}; evaluate earlier and longer to tell){note}"
+        )
+    interval = f"{level} CI [{_times(r.low)}, {_times(r.high)}]"
+    if uninformative(r):
+        interval += ": uninformative"
+    if not _significant(line, "ratio_p"):
+        return (
+            f"; time to {to} not distinguishable ({_times(r.estimate)}×, {interval}{note}"
+            f"{_adjusted(line, 'ratio_p')})"
+        )
+    if r.low > 1:
+        return f"; reaches {to} {_times(r.estimate)}× sooner, {interval}{note}{_adjusted(line, 'ratio_p')}"
+    inverse = (
+        1 / r.estimate if r.estimate > 0 else math.inf,
+        1 / r.high,
+        1 / r.low if r.low > 0 else math.inf,
+    )
+    return (
+        f"; takes {_times(inverse[0])}× longer to reach {to}, {level} CI "
+        f"[{_times(inverse[1])}, {_times(inverse[2])}]{note}{_adjusted(line, 'ratio_p')}"
+    )
 
 
 def verdict(line: Mapping) -> str:
@@ -237,7 +309,12 @@ def verdict(line: Mapping) -> str:
     if pairs == 1:
         return f"{ONE_SEED}; run ≥ {SEEDS_ADVISED} seeds"
     d: Interval = line["difference"]
-    if not _significant(line, "difference_p", d, 0.0):
+    if line.get("difference_sd", math.nan) == 0:
+        return (
+            f"constant: {sampler} − {target} = {d.estimate:+.4g} {metric} in each of {pairs} seed pairs "
+            "(no seed variance: no test)"
+        )
+    if not _significant(line, "difference_p"):
         text = (
             f"not distinguishable from {target} with {pairs} seed pairs ({metric} difference "
             f"{d.estimate:+.2f}, {level} CI [{d.low:+.2f}, {d.high:+.2f}]{_adjusted(line, 'difference_p')})"
@@ -254,30 +331,7 @@ def verdict(line: Mapping) -> str:
             f"[{format_value(low, size)}, {format_value(high, size)}], {pairs} seed pairs"
             f"{_adjusted(line, 'difference_p')}"
         )
-    r: Interval | None = line["ratio"]
-    if r is None or not r.defined:
-        return text
-    censored = _censored_text(line)
-    note = f"; {censored}" if censored else ""
-    if not _significant(line, "ratio_p", r, 1.0):
-        return (
-            f"{text}; time to {target}'s final {metric} not distinguishable ({_times(r.estimate)}×, "
-            f"{level} CI [{_times(r.low)}, {_times(r.high)}]{note}{_adjusted(line, 'ratio_p')})"
-        )
-    if r.low > 1:
-        return (
-            f"{text}; reaches {target}'s final {metric} {_times(r.estimate)}× sooner, {level} CI "
-            f"[{_times(r.low)}, {_times(r.high)}]{note}{_adjusted(line, 'ratio_p')}"
-        )
-    inverse = (
-        1 / r.estimate if r.estimate > 0 else math.inf,
-        1 / r.high,
-        1 / r.low if r.low > 0 else math.inf,
-    )
-    return (
-        f"{text}; takes {_times(inverse[0])}× longer to reach {target}'s final {metric}, {level} CI "
-        f"[{_times(inverse[1])}, {_times(inverse[2])}]{note}{_adjusted(line, 'ratio_p')}"
-    )
+    return text + _ratio_text(line, target, metric)
 
 
 def in_paper_order(table: pd.DataFrame) -> pd.DataFrame:
@@ -315,6 +369,10 @@ def statistics_table(
         censored = _censored_text(line)
         if r is not None:
             interval = f" [{_times(r.low)}, {_times(r.high)}]" if r.defined else f" ({ONE_SEED})"
+            if r.defined and uninformative(r):
+                interval += " (uninformative)"
+            elif r.defined and math.isnan(r.estimate):
+                interval += " (bound, not tested)"
             ratio = f"{_times(r.estimate)}×{interval}{counted}" + (f"; {censored}" if censored else "")
         method = str(line["method"])
         lines.append(

@@ -14,24 +14,26 @@ on g = logit, the rest on g = identity; every number is reported back in the met
   the pairs): g⁻¹(ū_T + m) − g⁻¹(ū_T) [g⁻¹(ū_T + lo) − g⁻¹(ū_T), g⁻¹(ū_T + hi) − g⁻¹(ū_T)]. On ln that is
   the ratio of geometric means e^m (paired differences of logs) times the target's geometric mean, minus
   it. On lognormal seeds the t interval on the logs is exact, where one on raw FIDs is not.
-* Time-to-target ratio of pair k, r_k = k*(T_k, q_k)/k*(S_k, q_k)
-  (``suite.report.time_to_target.pair_log_ratios``; q_k the target's seed-k final value on the curves'
-  protocol: ``suite.report.rows.curve_rows``, a final point
-  scored another way left out). A sampler that never reaches q_k within its run is right-censored at
-  its last evaluation L_k, so ln r_k ≤ ln k*(T_k) − ln L_k is left-censored, never dropped. ln r_k ~ N(μ,
-  σ²) with a censored-data normal likelihood (Tobit 1958; an accelerated-failure-time model with one
-  group): uncensored pairs contribute ln φ((y−μ)/σ) − ln σ, censored ones ln Φ((c−μ)/σ). The speed-up is
-  e^μ̂ and its interval the profile-likelihood set {μ: 2(ℓ(μ̂, σ̂) − max_σ ℓ(μ, σ)) ≤ n·ln(1 + t²/(n−1))},
-  t = t_{(1+c)/2, n−1}: with no censored pair this set *is* the t interval of the mean of ln r (the
-  profile likelihood ratio of a normal mean is n·ln(1 + T²/(n−1)), T the t statistic), so the cut-off
-  carries the t interval's small-sample calibration over to censored data; its p-value for μ = 0 inverts
-  the same relation. Every pair is used; an all-censored study gets an interval unbounded below (speed-up
-  at most …) and no point estimate. ``censored_normal`` computes it (vectorised; profile over σ by golden
-  section in ln σ, where the Tobit likelihood is unimodal, on a 49-point μ grid refined by bisection).
+* Time-to-target ratio of pair k, r_k = k*(T_k, q_k)/k*(S_k, q_k), with q_k the *worse* of the two runs'
+  final values on the curves' protocol (``suite.report.time_to_target.pair_log_ratios``;
+  ``suite.report.rows.curve_rows``: a final point scored another way left out). Both runs reach q_k within
+  their runs (each reaches its own final value by its last evaluation), so r_k is observed whichever is
+  faster: r_k > 1 when the sampler gets there sooner, r_k < 1 when the target does, and exchanging the two
+  negates ln r_k, so "sooner" and "longer" are found with the same power. Where the sampler ends better,
+  q_k is the target's final, the paper's "reaches the final quality of the baseline". A crossing that lies
+  before a run's first evaluation k₀ makes ln r_k a bound (left- or right-censored at k₀), never a dropped
+  pair. ln r_k ~ N(μ, σ²) with a censored-data normal likelihood (Tobit 1958; an accelerated-failure-time
+  model with one group): exact pairs contribute ln φ((y−μ)/σ) − ln σ, censored ones ln Φ of their side of
+  the bound. The speed-up is e^μ̂ and its interval the profile-likelihood set {μ: 2(ℓ(μ̂, σ̂) − max_σ ℓ(μ,
+  σ)) ≤ n·ln(1 + t²/(n−1))}, t = t_{(1+c)/2, n−1}, n the pairs: with no censored pair this set *is* the t
+  interval of the mean of ln r (the profile likelihood ratio of a normal mean is n·ln(1 + T²/(n−1)), T the
+  t statistic), so the cut-off carries the t interval's small-sample calibration over to censored data; its
+  p-value for μ = 0 inverts the same relation. Below two exact pairs the spread is unknown: no estimate,
+  no p-value, only the bound the pairs put on their mean. ``censored_normal`` computes it (vectorised;
+  profile over σ by golden section in ln σ, the peak over μ by golden section, the limits by bisection).
   Why not Kaplan–Meier: with 3–10 pairs a non-parametric median has no 95% interval at all (3 pairs: the
-  widest order-statistic interval covers 1 − 2·0.5³ = 0.75), and half the pairs are censored when the
-  speed-up is 1. Coverage of all three intervals under the suite's curve model: docs/statistics.md
-  (``suite bench statistics``)."""
+  widest order-statistic interval covers 1 − 2·0.5³ = 0.75). Coverage of all three intervals under the
+  suite's curve model: docs/statistics.md (``suite bench statistics``)."""
 
 from __future__ import annotations
 
@@ -56,7 +58,7 @@ ONE_SEED = "1 seed: no interval"
 GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
 
-_GRID, _SIGMA_STEPS, _BISECTIONS = 49, 16, 14
+_PEAK_STEPS, _SIGMA_STEPS, _BISECTIONS = 60, 16, 30
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,7 @@ def t_limits(
     values: np.ndarray, confidence: float = CONFIDENCE, null: float = 0.0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Over the last axis: mean, the t interval's low and high, and the two-sided p-value of mean = ``null``
-    (NaN below 2 values)."""
+    (NaN below 2 values, and where the values do not vary: a constant is not tested)."""
     check_confidence(confidence)
     x = np.asarray(values, dtype=float)
     n = x.shape[-1]
@@ -113,16 +115,21 @@ def t_limits(
     se = x.std(-1, ddof=1) / math.sqrt(n)
     half = float(stats.t.ppf((1.0 + confidence) / 2.0, n - 1)) * se
     with np.errstate(divide="ignore", invalid="ignore"):
-        statistic = np.where(se > 0, (mean - null) / se, np.where(mean == null, 0.0, np.inf))
-    return mean, mean - half, mean + half, 2.0 * stats.t.sf(np.abs(statistic), n - 1)
+        statistic = (mean - null) / se
+    p = np.where(se > 0, 2.0 * stats.t.sf(np.abs(statistic), n - 1), np.nan)
+    return mean, mean - half, mean + half, p
 
 
-def _log_likelihood(y: np.ndarray, censored: np.ndarray, mu: np.ndarray, log_sigma: np.ndarray) -> np.ndarray:
-    """Censored normal log-likelihood summed over the last axis (y, censored broadcast against mu, σ):
-    ln φ(z) − ln σ for an exact value, ln Φ(z) for an upper bound (−1), ln Φ(−z) for a lower bound (+1)."""
+def _log_likelihood(
+    y: np.ndarray, censored: np.ndarray, weight: np.ndarray, mu: np.ndarray, log_sigma: np.ndarray
+) -> np.ndarray:
+    """Censored normal log-likelihood summed over the last axis (y, censored, weight broadcast against mu,
+    σ): ln φ(z) − ln σ for an exact value, ln Φ(z) for an upper bound (−1), ln Φ(−z) for a lower bound (+1),
+    each times its weight (0 leaves a value out)."""
     z = (y - mu) * np.exp(-log_sigma)
     exact = -0.5 * z * z - log_sigma
-    return np.where(censored == 0, exact, special.log_ndtr(np.where(censored < 0, z, -z))).sum(-1)
+    terms = np.where(censored == 0, exact, special.log_ndtr(np.where(censored < 0, z, -z)))
+    return (weight * terms).sum(-1)
 
 
 def _golden_max(
@@ -146,59 +153,90 @@ def censored_normal(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """μ̂, the profile-likelihood interval and the p-value of μ = ``null`` for normal values censored where
     ``censored`` is −1 (the value is an upper bound) or +1 (a lower bound), over the last axis (module
-    docstring). Without a censored value: exactly ``t_limits``; with one, the t quantile has (exact values
-    − 1) degrees of freedom, at least 1, since a censored value says little about the spread. μ̂ is NaN
-    where the likelihood is highest at an end of the μ grid (every value censored one way); a limit beyond
-    the grid, min − 12 s … max + 12 s, is ±inf."""
+    docstring); a value whose code is ±2 or beyond carries no information and is left out. Without a
+    censored or left-out value: exactly ``t_limits``. Otherwise the cut-off keeps the t quantile of n − 1
+    degrees of freedom, n the informative values, censored ones included, so that censored pairs weigh in
+    both directions alike. The peak is found by golden section over the whole range min − 12 s … max + 12 s
+    (the profile is unimodal: the Tobit likelihood is concave in (μ/σ, 1/σ), Olsen 1978, so its superlevel
+    sets are convex in (μ, σ)), each limit by bisection between the peak and an end of the range, ±inf where
+    that end is inside the interval. Below two exact values the spread is not measured: no estimate and no
+    p-value, and the interval is the bound the values put on their own mean (``bound_of_mean``); the
+    p-value is NaN also where the exact values do not vary or the likelihood peaks at an end of the range."""
     y = np.asarray(values, dtype=float)
-    cut = np.broadcast_to(np.sign(np.asarray(censored, dtype=int)), y.shape)
+    code = np.broadcast_to(np.asarray(censored, dtype=int), y.shape)
     mean, low, high, p = (np.array(a, dtype=float) for a in t_limits(y, confidence, null))
     n = y.shape[-1]
-    todo = np.nonzero((cut != 0).any(-1).reshape(-1))[0] if n >= 2 else np.array([], dtype=int)
+    flat_y, flat_code = y.reshape(-1, n), code.reshape(-1, n)
+    weight = (np.abs(flat_code) < 2).astype(float)
+    cut = np.where(weight > 0, np.sign(flat_code), 0)
+    exact = (flat_code == 0).sum(-1)
+    special_rows = (flat_code != 0).any(-1) if n else np.zeros(len(flat_y), dtype=bool)
+    few = np.nonzero(special_rows & (exact < 2))[0]
+    if few.size:
+        bounds = bound_of_mean(flat_y[few], flat_code[few])
+        for out, value in zip((mean, low, high, p), (np.nan, bounds[0], bounds[1], np.nan), strict=True):
+            out.reshape(-1)[few] = value
+    todo = np.nonzero(special_rows & (exact >= 2))[0]
     if todo.size == 0:
         return mean, low, high, p
-    ys, cs = y.reshape(-1, n)[todo], cut.reshape(-1, n)[todo]
-    df = np.maximum((cs == 0).sum(-1) - 1, 1)
-    t = stats.t.ppf((1.0 + confidence) / 2.0, df)
-    cutoff = n * np.log1p(t * t / (n - 1))
-    rows = np.arange(len(todo))
-    spread = np.maximum(ys.std(-1, ddof=1), 1e-6 * np.maximum(1.0, np.abs(ys).max(-1)))
+    ys, cs, ws = flat_y[todo], cut[todo], weight[todo]
+    counted = ws.sum(-1)
+    t = stats.t.ppf((1.0 + confidence) / 2.0, counted - 1)
+    cutoff = counted * np.log1p(t * t / (counted - 1))
+    informative = np.where(ws > 0, ys, np.nan)
+    spread = np.maximum(
+        np.nanstd(informative, -1, ddof=1), 1e-6 * np.maximum(1.0, np.nanmax(np.abs(informative), -1))
+    )
+    ys = np.where(ws > 0, ys, 0.0)
 
-    def profile(mu: np.ndarray) -> np.ndarray:  # mu (B, G) → max over σ of ℓ(μ, σ)
-        a = np.broadcast_to((np.log(spread) - math.log(100.0))[:, None], mu.shape)
-        b = np.broadcast_to((np.log(spread) + math.log(100.0))[:, None], mu.shape)
-        at = (ys[:, None, :], cs[:, None, :], mu[..., None])
-        return _golden_max(lambda q: _log_likelihood(*at, q[..., None]), a, b, _SIGMA_STEPS)[1]
+    def profile(mu: np.ndarray) -> np.ndarray:  # mu (B,) → max over σ of ℓ(μ, σ)
+        a, b = np.log(spread) - math.log(100.0), np.log(spread) + math.log(100.0)
+        at = (ys, cs, ws, mu[:, None])
+        return _golden_max(lambda q: _log_likelihood(*at, q[:, None]), a, b, _SIGMA_STEPS)[1]
 
-    start, stop = ys.min(-1) - 12 * spread, ys.max(-1) + 12 * spread
-    grid = start[:, None] + (stop - start)[:, None] * np.linspace(0.0, 1.0, _GRID)
-    on_grid = profile(np.concatenate([grid, np.full((len(todo), 1), null)], axis=1))
-    curve, at_null = on_grid[:, :-1], on_grid[:, -1]
-    k = curve.argmax(-1)
-    below, above = grid[rows, np.maximum(k - 1, 0)], grid[rows, np.minimum(k + 1, _GRID - 1)]
-    estimate, best = _golden_max(lambda m: profile(m[:, None])[:, 0], below, above, _BISECTIONS + 6)
-    best = np.maximum(best, curve[rows, k])
-    inside = 2.0 * (best[:, None] - curve) <= cutoff[:, None]
-    first, last = inside.argmax(-1), _GRID - 1 - inside[:, ::-1].argmax(-1)
+    start, stop = np.nanmin(informative, -1) - 12 * spread, np.nanmax(informative, -1) + 12 * spread
+    estimate, best = _golden_max(profile, start, stop, _PEAK_STEPS)
+    at_start, at_stop = profile(start), profile(stop)
+    best = np.maximum.reduce([best, at_start, at_stop])
 
-    def limit(outside: np.ndarray, within: np.ndarray) -> np.ndarray:
+    def limit(end: np.ndarray, at_end: np.ndarray) -> np.ndarray:
+        outside, within = end, estimate.copy()
         for _ in range(_BISECTIONS):
             middle = 0.5 * (outside + within)
-            keep = 2.0 * (best - profile(middle[:, None])[:, 0]) <= cutoff
+            keep = 2.0 * (best - profile(middle)) <= cutoff
             within, outside = np.where(keep, middle, within), np.where(keep, outside, middle)
-        return 0.5 * (outside + within)
+        unbounded = 2.0 * (best - at_end) <= cutoff
+        return np.where(unbounded, np.copysign(np.inf, end - estimate), 0.5 * (outside + within))
 
-    lows = np.where(first == 0, -np.inf, limit(grid[rows, np.maximum(first - 1, 0)], grid[rows, first]))
-    highs = np.where(
-        last == _GRID - 1, np.inf, limit(grid[rows, np.minimum(last + 1, _GRID - 1)], grid[rows, last])
+    lows, highs = limit(start, at_start), limit(stop, at_stop)
+    at_edge = np.maximum(at_start, at_stop) >= best - 1e-9
+    estimate = np.where(at_edge, np.nan, estimate)
+    ratio = np.maximum(2.0 * (best - profile(np.full(len(todo), float(null)))), 0.0)
+    p_null = 2.0 * stats.t.sf(
+        np.sqrt((counted - 1) * np.expm1(np.minimum(ratio / counted, 700.0))), counted - 1
     )
-    flat = curve[:, 0] >= best - 1e-9
-    estimate = np.where(flat | (k == _GRID - 1), np.nan, estimate)
-    ratio = np.maximum(2.0 * (best - at_null), 0.0)
-    p_null = 2.0 * stats.t.sf(np.sqrt((n - 1) * np.expm1(np.minimum(ratio / n, 700.0))), df)
+    exact_values = np.where(cs == 0, np.where(ws > 0, ys, np.nan), np.nan)
+    varies = np.nanmax(exact_values, -1) > np.nanmin(exact_values, -1)
+    p_null = np.where(varies & ~at_edge, p_null, np.nan)
     for out, value in ((mean, estimate), (low, lows), (high, highs), (p, p_null)):
         out.reshape(-1)[todo] = value
     return mean, low, high, p
+
+
+def bound_of_mean(values: np.ndarray, censored: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) that values and their censoring (``censored_normal``'s codes) put on the mean of the
+    informative ones, over the last axis: that mean is an upper bound where some values are upper bounds
+    (−1) and none lower bounds, a lower bound in the mirror case; ±inf on a side where values are censored
+    that way, and both without an informative value."""
+    y, code = np.asarray(values, dtype=float), np.asarray(censored)
+    informative = np.abs(code) < 2
+    with np.errstate(invalid="ignore"):
+        mean = np.where(informative, y, 0.0).sum(-1) / informative.sum(-1)
+    none = ~informative.any(-1)
+    return (
+        np.where(((code == -1).any(-1)) | none, -np.inf, mean),
+        np.where(((code == 1).any(-1)) | none, np.inf, mean),
+    )
 
 
 def holm(pvalues: np.ndarray) -> np.ndarray:

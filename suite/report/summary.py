@@ -114,19 +114,21 @@ VERDICT_WORDS = (
     (r"\bnot distinguishable from\b", "n.s."),
     (r"\bbetter than\b", "better"),
     (r"\bworse than\b", "worse"),
+    (r"^constant:", "constant"),
 )
 TIME_WORDS = (
     (r"(\d+(?:\.\d+)?×) sooner", r"\1 sooner"),
     (r"takes (\d+(?:\.\d+)?×) longer", r"\1 longer"),
     (r"^time to .* not distinguishable", "time n.s."),
-    (r"never reached in (\d+) of (\d+)", r"not reached \1/\2"),
+    (r"^time to .*: not tested", "time not tested"),
 )
 
 
 def short_verdict(verdict: str, sampler: str) -> str:
     """The statistics verdict in the words the block's columns leave to it: its judgement of the
     difference ("better", "worse", "n.s.": not distinguishable, "target") and of the time to the target's
-    final value ("2.00× sooner", "1.50× longer", "time n.s.", "not reached 2/3": in 2 of 3 seed pairs);
+    final value, or to the worse final of each pair ("2.00× sooner", "1.50× longer", "time n.s.", "time not
+    tested": fewer than two pairs observed both crossings);
     a verdict in other words is kept, less the sampler's name at its start, its parenthesised remarks and
     its intervals."""
     clauses = [c.strip() for c in verdict.split(";")]

@@ -34,8 +34,9 @@ SUMMARY_CAPTION = (
     "curve first reaches the target's final value, and the published value (InfoNoise, arXiv 2602.18647, "
     "as transcribed in results/paper/; the paper does not say which KG reading it ran, so its KG value "
     "stands beside both, docs/kg.md); the verdict: better, worse or n.s. (not distinguishable: the "
-    "difference's interval covers 0), then the time to the target's final value: k× sooner or longer, time "
-    "n.s. (the ratio's interval covers 1) or not reached in some seed pairs. `suite table --format md` "
+    "difference's interval covers 0), then the time to the level both samplers of a seed pair reach (the "
+    "worse of their finals): k× sooner or longer, time n.s. (the ratio's interval covers 1) or time not "
+    "tested (fewer than two pairs observed both crossings). `suite table --format md` "
     "prints the full tables with each verdict in words"
 )
 

@@ -166,49 +166,106 @@ def same_row(frame: pd.DataFrame, line: pd.Series) -> pd.Series:
     return (frame[keys] == line[keys]).all(axis=1)
 
 
+LEVELS = ("common", "target")
+
+
+UNINFORMATIVE = 2  # censoring code of a pair whose two curves reach the level at their first evaluations
+
+
 def pair_log_ratios(
     target: tuple[np.ndarray, np.ndarray],
     sampler: tuple[np.ndarray, np.ndarray],
     higher_is_better: bool,
     scale: str,
+    level: str = "common",
 ) -> tuple[np.ndarray, np.ndarray]:
     """ln r and its censoring for seed pairs (vectorised over leading axes): ``target`` and ``sampler`` are
-    (kimg, values) curves of shape (…, P). The target's final value q = T[…, −1]; r = k*(T, q)/k*(S, q).
-    ``censored`` is −1 where the sampler never reaches q within its run: it is right-censored at its last
-    evaluation L, so ln r ≤ ln k*(T, q) − ln L (the bound is returned); +1 where it already reaches q at
-    its first evaluation k_0, whose crossing lies somewhere before: ln r ≥ ln k*(T, q) − ln k_0; 0 where
-    the crossing is interpolated between two evaluations."""
+    (kimg, values) curves of shape (…, P); r = k*(T, q)/k*(S, q), the processed examples each needs to
+    first reach the level q.
+
+    ``level="common"``: q is the worse of the two final values, a level both curves reach within their
+    runs (each reaches its own final value at its last evaluation at the latest), so r is observed whichever
+    sampler is faster: r > 1 when the sampler reaches it sooner, r < 1 when the target does.
+    ``level="target"``: q is the target's final value (the paper's "reaches the final quality of the
+    baseline"); a sampler that never reaches it is right-censored at its last evaluation L.
+
+    ``censored``: 0 where both crossings are observed (interpolated between evaluations, or the last one);
+    −1 where ln r is an upper bound: the sampler never reaches q (the bound ln k*(T, q) − ln L is returned)
+    or the target already reaches q at its first evaluation k₀, whose crossing lies somewhere before; +1
+    where ln r is a lower bound: the sampler reaches q at its first evaluation; ``UNINFORMATIVE`` (2) where
+    both reach q at their first evaluations, which says nothing of the ratio. A non-finite final value
+    gives a NaN ratio."""
+    if level not in LEVELS:
+        raise ValueError(f"unknown level {level!r}; valid: {', '.join(LEVELS)}")
     (tk, tv), (sk, sv) = target, sampler
-    sv = np.asarray(sv, dtype=float)
+    tv, sv = np.asarray(tv, dtype=float), np.asarray(sv, dtype=float)
+    tk = np.broadcast_to(np.asarray(tk, dtype=float), tv.shape)
     sk = np.broadcast_to(np.asarray(sk, dtype=float), sv.shape)
-    q = np.asarray(tv, dtype=float)[..., -1]
+    q = tv[..., -1]
+    if level == "common":
+        with np.errstate(invalid="ignore"):
+            q = np.where(np.isfinite(sv[..., -1]), worse(q, sv[..., -1], higher_is_better), np.nan)
     numerator = crossings(tk, tv, q, higher_is_better, scale)
     denominator = crossings(sk, sv, q, higher_is_better, scale)
-    never = np.isnan(denominator)
-    sign = 1.0 if higher_is_better else -1.0
-    with np.errstate(invalid="ignore"):
-        at_first = np.isfinite(sv[..., 0]) & (sign * (sv[..., 0] - q) >= -1e-12 * np.maximum(1.0, np.abs(q)))
-    at_first &= (sk[..., 0] > 0) & (sk.shape[-1] > 1)
-    censored = np.where(never, -1, np.where(at_first, 1, 0))
+    never = np.isnan(denominator) & np.isfinite(q)
+    target_first, sampler_first = (
+        _at_first(tk, tv, q, higher_is_better),
+        _at_first(sk, sv, q, higher_is_better),
+    )
+    censored = np.select(
+        [never, target_first & sampler_first, sampler_first, target_first], [-1, UNINFORMATIVE, 1, -1], 0
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         log_ratio = np.log(numerator) - np.log(np.where(never, sk[..., -1], denominator))
     return log_ratio, censored
 
 
+def worse(a: np.ndarray, b: np.ndarray, higher_is_better: bool) -> np.ndarray:
+    """Elementwise the worse of two values."""
+    return np.minimum(a, b) if higher_is_better else np.maximum(a, b)
+
+
+def _at_first(kimg: np.ndarray, values: np.ndarray, level: np.ndarray, higher_is_better: bool) -> np.ndarray:
+    """Whether a curve already reaches ``level`` at its first evaluation, after kimg 0 (its crossing is
+    then only known to lie before that evaluation)."""
+    sign = 1.0 if higher_is_better else -1.0
+    first = values[..., 0]
+    with np.errstate(invalid="ignore"):
+        reached = np.isfinite(first) & (sign * (first - level) >= -1e-12 * np.maximum(1.0, np.abs(level)))
+    return reached & (kimg[..., 0] > 0) & (kimg.shape[-1] > 1)
+
+
 def paired_speedups(
-    part: pd.DataFrame, target_sampler: str, sampler: str, higher_is_better: bool, scale: str = "linear"
+    part: pd.DataFrame,
+    target_sampler: str,
+    sampler: str,
+    higher_is_better: bool,
+    scale: str = "linear",
+    level: str = "common",
 ) -> tuple[np.ndarray, np.ndarray]:
-    """ln speed-up of ``sampler`` over ``target_sampler`` per seed pair with its censoring (−1, 0, +1;
-    ``pair_log_ratios``), over the seeds both ran (seed order); pairs whose ratio is undefined (a
-    non-finite target final, a crossing at kimg 0) are left out."""
+    """ln speed-up of ``sampler`` over ``target_sampler`` per seed pair with its censoring
+    (``pair_log_ratios`` at ``level``), over the seeds both ran (seed order); pairs whose ratio is undefined
+    (a non-finite final, a crossing at kimg 0) are left out."""
     target_curves, curves = _seed_curves(part, target_sampler), _seed_curves(part, sampler)
     logs, censored = [], []
     for seed in sorted(set(target_curves) & set(curves)):
-        log_ratio, cut = pair_log_ratios(target_curves[seed], curves[seed], higher_is_better, scale)
+        log_ratio, cut = pair_log_ratios(target_curves[seed], curves[seed], higher_is_better, scale, level)
         if np.isfinite(log_ratio):
             logs.append(float(log_ratio))
             censored.append(int(cut))
     return np.asarray(logs, dtype=float), np.asarray(censored, dtype=int)
+
+
+def behind_pairs(part: pd.DataFrame, target_sampler: str, sampler: str, higher_is_better: bool) -> int:
+    """Seed pairs in which ``sampler``'s curve ends worse than ``target_sampler``'s: there the level both
+    reach (``pair_log_ratios``, "common") is the sampler's final value, not the target's."""
+    target_curves, curves = _seed_curves(part, target_sampler), _seed_curves(part, sampler)
+    sign = 1.0 if higher_is_better else -1.0
+    count = 0
+    for seed in sorted(set(target_curves) & set(curves)):
+        q, last = target_curves[seed][1][-1], curves[seed][1][-1]
+        count += bool(np.isfinite(q) and np.isfinite(last) and sign * (last - q) < 0)
+    return count
 
 
 def _incomplete(rows: pd.DataFrame, sampler: str) -> bool:
@@ -291,7 +348,7 @@ def time_to_target(
         keys = part.iloc[0][ROW_KEYS].to_dict()
         for sampler in sampler_order(list(crossing)):
             name, k = crossing[sampler]
-            logs, censored = paired_speedups(seeds, best["sampler"], sampler, higher, scale)
+            logs, censored = paired_speedups(seeds, best["sampler"], sampler, higher, scale, "target")
             ratios = np.exp(logs[censored >= 0])
             lines.append(
                 {

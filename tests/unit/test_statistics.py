@@ -30,6 +30,7 @@ from suite.report.statistics import (
     scaled_interval,
     t_band,
     t_interval,
+    t_limits,
 )
 from suite.report.table_command import print_tables
 from tests.unit.test_table import write_run
@@ -134,8 +135,8 @@ def test_censored_normal_without_censoring_is_the_t_interval_and_t_test():
 
 
 def test_censored_normal_limits_are_where_the_profile_likelihood_ratio_meets_its_cutoff():
-    """At each limit, 2(ℓ̂ − max_σ ℓ(μ, σ)) equals n·ln(1 + t²/(n−1)), t on (exact values − 1) df,
-    with the profile over σ taken here by scipy's bounded scalar minimiser."""
+    """At each limit, 2(ℓ̂ − max_σ ℓ(μ, σ)) equals n·ln(1 + t²/(n−1)), t on n − 1 df (n pairs, censored
+    ones included), with the profile over σ taken here by scipy's bounded scalar minimiser."""
     from scipy import optimize
 
     y, cut = np.array([0.9, 0.4, 0.0, 0.0, 1.3]), np.array([0, 0, -1, -1, 0])
@@ -150,7 +151,7 @@ def test_censored_normal_limits_are_where_the_profile_likelihood_ratio_meets_its
 
     estimate, low, high, _ = censored_normal(y, cut)
     best = profile(float(estimate))
-    cutoff = 5 * math.log1p(T975[2] ** 2 / 4)
+    cutoff = 5 * math.log1p(T975[4] ** 2 / 4)
     for limit in (low, high):
         assert 2 * (best - profile(float(limit))) == pytest.approx(cutoff, rel=2e-3)
 
@@ -244,9 +245,19 @@ def three_pairs(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def common_level_log_ratio(edm: float, other: float) -> float:
+    """ln r of a pair of two-point curves (10, 50), (20, final) whose other sampler ends worse than EDM: EDM
+    crosses the other's final between 10 and 20 kimg (log kimg × ln FID), the other reaches it at 20."""
+    crossing = math.log(10) + math.log(other / 50) / math.log(edm / 50) * math.log(2)
+    return crossing - math.log(20)
+
+
 def test_verdicts_against_a_declared_target_state_the_log_scale_difference_and_the_time_ratio(
     three_pairs: Path,
 ):
+    """InfoNoise ends better in every pair: its ratio is the time to EDM's final FID. Cos ends worse in every
+    pair: its ratio is observed at its own final FID, which EDM reaches first, so it "takes longer" (never
+    censored, never unreachable); Laplace ends behind in 2 of 3 pairs."""
     lines = by_sampler(comparison_intervals(load_records(three_pairs), declared="edm"))
     assert {line["method"] for line in lines.values()} == {"declared"}
     d = np.log([7.0 / 10.0, 9.5 / 12.0, 10.5 / 14.0])
@@ -259,13 +270,21 @@ def test_verdicts_against_a_declared_target_state_the_log_scale_difference_and_t
         f"infonoise better than edm by {size:.2f} FID, 95% CI [{low:.2f}, {high:.2f}], 3 seed pairs; "
         f"reaches edm's final FID 2.00× sooner, 95% CI [{r_low:.2f}, {r_high:.2f}]"
     )
+    cos = np.array(
+        [common_level_log_ratio(e, c) for e, c in zip([10, 12, 14], [12, 14.5, 15.5], strict=True)]
+    )
+    slower = np.exp(-(cos.mean() + np.array([0, 1, -1]) * T975[2] * cos.std(ddof=1) / math.sqrt(3)))
     assert verdict(lines["cos"]).startswith("cos worse than edm by ")
-    assert verdict(lines["cos"]).endswith("3 of 3 censored)")
-    assert lines["cos"]["ratio"].low == 0.0 and lines["cos"]["censored"] == 3
+    assert verdict(lines["cos"]).endswith(
+        f"; takes {slower[0]:.2f}× longer to reach the worse final FID of each pair, 95% CI "
+        f"[{slower[1]:.2f}, {slower[2]:.2f}]; ends behind edm's final FID in 3 of 3 pairs: run longer than "
+        "20 kimg to see when it reaches it"
+    )
+    assert lines["cos"]["censored"] == 0 and lines["cos"]["behind"] == 3
     assert verdict(lines["laplace"]).startswith(
         "not distinguishable from edm with 3 seed pairs (FID difference"
     )
-    assert "2 of 3 censored" in verdict(lines["laplace"])
+    assert "ends behind edm's final FID in 2 of 3 pairs" in verdict(lines["laplace"])
     assert verdict(lines["edm"]) == "target: declared in the study file (FID)"
 
 
@@ -289,52 +308,59 @@ def test_without_a_declared_target_every_baseline_is_compared_with_holm_adjusted
     assert verdict(cos) == "baseline: every other sampler is compared with it (Holm over 2)"
 
 
-def write_reaching(root: Path, reach: list[float | None]) -> None:
+def write_reaching(root: Path, reach: list[float | str | None]) -> None:
     """EDM seeds end at 10, 12, … (at 20 kimg); InfoNoise's seed k reaches EDM's seed-k final at ``reach[k]``
-    kimg, or never (None: it ends 1 FID above it)."""
+    kimg, already at its first evaluation (2 kimg; "first"), or never (None: it ends 1 FID above it)."""
     for seed, at in enumerate(reach):
         target = 10.0 + 2 * seed
         write_run(root, "bfashion", "edm", seed, [(2, 60.0), (10, 30.0), (20, target)])
         if at is None:
             write_run(root, "bfashion", "infonoise", seed, [(2, 60.0), (20, target + 1)])
+        elif at == "first":
+            write_run(root, "bfashion", "infonoise", seed, [(2, target), (20, target - 3)])
         else:
             write_run(root, "bfashion", "infonoise", seed, [(2, 60.0), (at, target), (20, target - 3)])
 
 
-def test_two_of_three_pairs_reaching_give_a_ratio_estimate_an_interval_and_one_of_three_censored(
-    tmp_path: Path,
-):
-    """The censored pair enters the likelihood: an estimate and an interval, never a dropped pair. With 2
-    exact ratios the t quantile has 1 degree of freedom, so the interval may reach 0 or ∞."""
+def test_a_pair_ending_behind_the_target_is_timed_at_its_own_final_level_never_censored(tmp_path: Path):
+    """InfoNoise reaches EDM's final in 2 pairs and ends 1 FID behind it in the third: that pair's ratio is
+    EDM's time to InfoNoise's final over InfoNoise's (20 kimg), observed, so nothing is censored and the
+    verdict says in how many pairs the sampler ends behind the target and how long the runs were."""
     write_reaching(tmp_path, [10.0, 8.0, None])
     table = statistics_table(load_records(tmp_path), declared="edm")
     row = table[table["sampler"] == "infonoise"].iloc[0]
-    assert row["censored"] == "1 of 3"
-    assert row["time-to-target ratio, 95% CI"].endswith("3 seed pairs; 1 of 3 censored")
+    assert row["censored"] == "0 of 3"
     line = (
         comparison_intervals(load_records(tmp_path), declared="edm").query("sampler == 'infonoise'").iloc[0]
     )
-    ratio = line["ratio"]
-    assert ratio.defined and math.isfinite(ratio.estimate) and ratio.low < ratio.estimate < ratio.high
-    assert line["ratio_reached"] == 2 and line["censored"] == 1
-    assert "1 of 3 censored" in verdict(line)
+    crossing = math.log(10) + math.log(15 / 30) / math.log(14 / 30) * math.log(2)
+    logs = np.array([math.log(2.0), math.log(2.5), crossing - math.log(20)])
+    assert line["ratio"].estimate == pytest.approx(math.exp(logs.mean()), rel=1e-9)
+    assert line["ratio_reached"] == 3 and line["censored"] == 0 and line["behind"] == 1
+    assert "ends behind edm's final FID in 1 of 3 pairs: run longer than 20 kimg" in verdict(line)
 
 
-def test_four_of_five_pairs_reaching_give_a_bounded_interval_below_the_exact_pairs_mean(tmp_path: Path):
-    """Ratios 2, 2.5, 1.6, 2 and one pair never reaching: the estimate lies below the geometric mean of the
-    four that reached (dropping the censored pair would overstate the speed-up); the interval is bounded."""
-    write_reaching(tmp_path, [10.0, 8.0, 12.5, 10.0, None])
+def test_a_pair_reaching_the_level_at_its_first_evaluation_is_a_lower_bound_that_raises_the_estimate(
+    tmp_path: Path,
+):
+    """Ratios 2, 2.5, 1.6, 2 and one pair whose sampler is already at EDM's final at its first evaluation
+    (2 kimg: ln r ≥ ln 10): the pair enters the likelihood as a bound, the estimate lies above the
+    geometric mean of the four exact ratios (dropping it would understate the speed-up), the interval is
+    bounded and its p-value consistent with it."""
+    write_reaching(tmp_path, [10.0, 8.0, 12.5, 10.0, "first"])
     line = (
         comparison_intervals(load_records(tmp_path), declared="edm").query("sampler == 'infonoise'").iloc[0]
     )
     ratio = line["ratio"]
     reached = math.exp(np.mean(np.log([2.0, 2.5, 1.6, 2.0])))
-    assert 0 < ratio.low < ratio.estimate < reached and math.isfinite(ratio.high)
+    assert 0 < ratio.low < reached < ratio.estimate < ratio.high < math.inf
     assert line["censored"] == 1 and line["pairs"] == 5
+    assert (ratio.low > 1) == (line["ratio_p"] < 0.05)
 
 
 def line(difference: Interval, ratio: Interval | None, higher: bool = False, metric: str = "fid") -> dict:
-    """A ``comparison_intervals`` line of infonoise against a declared edm with the given intervals."""
+    """A ``comparison_intervals`` line of infonoise against a declared edm with the given intervals, and
+    p-values below 0.05 where they exclude no difference (0, or a ratio of 1)."""
     pairs = difference.n
     return {
         "sampler": "infonoise",
@@ -343,7 +369,9 @@ def line(difference: Interval, ratio: Interval | None, higher: bool = False, met
         "higher_is_better": higher,
         "pairs": pairs,
         "difference": difference,
+        "difference_p": 0.5 if difference.covers(0.0) else 0.01,
         "ratio": ratio,
+        "ratio_p": math.nan if ratio is None else (0.5 if ratio.covers(1.0) else 0.01),
         "ratio_reached": pairs,
     }
 
@@ -445,3 +473,48 @@ def test_a_log_spaced_grid_covers_the_last_two_decades_at_a_constant_ratio():
     assert np.diff(np.log(steps)) == pytest.approx(math.log(100) / 19, rel=1e-3)
     with pytest.raises(ValueError, match="eval_spacing='cubic': valid: linear, log"):
         evaluation_points(1000, 10, 5, "cubic")
+
+
+# -- lines that cannot contradict themselves -----------------------------------------------------------
+def test_a_comparison_whose_pairs_are_all_censored_gets_a_bound_and_no_p_value(tmp_path: Path):
+    """Every InfoNoise seed is at EDM's final at its first evaluation: no crossing is observed, so the
+    ratio has no estimate and no p-value, the interval is the bound the pairs put on the mean log ratio,
+    and the verdict says it was not tested."""
+    write_reaching(tmp_path, ["first", "first", "first"])
+    line = (
+        comparison_intervals(load_records(tmp_path), declared="edm").query("sampler == 'infonoise'").iloc[0]
+    )
+    assert math.isnan(line["ratio_p"]) and math.isnan(line["ratio"].estimate)
+    assert line["ratio"].low == pytest.approx(10.0) and math.isinf(line["ratio"].high)
+    assert "time to edm's final FID: not tested, 0 of 3 pairs observed both crossings" in verdict(line)
+    assert "p = " not in verdict(line)
+    table = statistics_table(load_records(tmp_path), declared="edm")
+    assert (
+        "(bound, not tested)" in table.set_index("sampler").loc["infonoise", "time-to-target ratio, 95% CI"]
+    )
+
+
+def test_a_narrow_likelihood_peak_gets_a_finite_interval_consistent_with_its_p_value():
+    """Two nearly equal exact log ratios and one lower bound above them: the likelihood's peak is far
+    narrower than the data's range, and the interval found around it is finite, holds the estimate, and
+    excludes 0 exactly when p < 0.05."""
+    for y, cut in (
+        ([0.40, 0.40001, 0.45], [0, 0, 1]),
+        ([0.40, 0.40001, 0.30], [0, 0, -1]),
+        ([-0.2, -0.20002, 0.9], [0, 0, -1]),
+    ):
+        estimate, low, high, p = censored_normal(np.array(y), np.array(cut))
+        assert np.isfinite([estimate, low, high]).all() and low <= estimate <= high, (y, low, high)
+        assert (low > 0 or high < 0) == (p < 0.05), (y, low, high, p)
+
+
+def test_a_constant_difference_is_stated_as_constant_without_a_p_value():
+    """Paired differences with no seed variance (a fixed sampler's exact pi-tv against another's): the t
+    test has nothing to test, so no p-value and the verdict says "constant"."""
+    _, low, high, p = t_limits(np.array([0.3, 0.3, 0.3]))
+    assert math.isnan(p) and low == high == pytest.approx(0.3)
+    constant = line(Interval(0.3, 0.3, 0.3, 3), None) | {"difference_sd": 0.0, "difference_p": math.nan}
+    assert (
+        verdict(constant)
+        == "constant: infonoise − edm = +0.3 FID in each of 3 seed pairs (no seed variance: no test)"
+    )
