@@ -54,13 +54,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     statistics.add_argument("--pilots", type=positive_int, default=1000, help="pilot studies per seed plan")
     statistics.add_argument("--seed", type=int, default=0, help="seed of the simulation")
+    statistics.add_argument(
+        "--quick",
+        action="store_true",
+        help="12 cells (power curves, dense grid, 3 and 5 seeds) for a quick gate",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     if args.what == "statistics":
         from suite.report.bench_statistics import print_simulation
 
-        return print_simulation(args.replications, args.pilots, args.seed)
+        return print_simulation(args.replications, args.pilots, args.seed, args.quick)
     from suite.measure.bench import measure
     from suite.measure.request import BenchRequest
 

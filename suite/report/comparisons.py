@@ -32,8 +32,11 @@ Columns of ``comparison_intervals``: ``row``, the row keys, ``sampler``, ``targe
 ("declared" | "holm"), ``baselines`` (m, the comparisons Holm adjusts over; 1 when declared), ``scale``,
 ``final`` (Interval, metric units), ``difference`` (Interval, metric units), ``difference_sd`` (sd of d_k on
 the scale), ``difference_p`` (adjusted), ``ratio`` (Interval of e^μ; None below 1 pair), ``ratio_p``
-(adjusted), ``pairs``, ``ratio_reached`` (pairs not censored), ``censored``, ``behind`` (pairs whose
-sampler ends worse than the target) and ``last_kimg`` (the sampler's last evaluation).
+(adjusted), ``ratio_sd`` (sd of the observed log ratios), ``pairs``, ``ratio_reached`` (pairs not
+censored), ``censored``, ``behind`` (pairs whose sampler ends worse than the target), ``last_kimg`` (the
+sampler's last evaluation) and ``outliers`` (the sampler's seeds whose final is an outlier on the scale:
+``suite.report.statistics.outliers``, named in the verdict, never dropped).
+
 Columns of ``statistics_table`` (strings): task, budget, metric, sampler, seeds, "final, 95% CI", target,
 "sampler − target (paired by seed), 95% CI", "time-to-target ratio, 95% CI", verdict, and added after them
 ``scale`` (the metric's comparison scale), ``method`` (declared | holm over m baselines) and ``censored``
@@ -69,9 +72,10 @@ from suite.report.statistics import (
     censored_ratio_interval,
     difference_on_scale,
     holm,
+    outliers,
     scaled_interval,
 )
-from suite.report.time_to_target import behind_pairs, paired_speedups, row_scale, same_row
+from suite.report.time_to_target import behind_pairs, paired_speedups, row_scale, same_row, to_scale
 
 SEEDS_ADVISED = 3
 
@@ -90,11 +94,13 @@ INTERVAL_COLUMNS = [
     "difference_p",
     "ratio",
     "ratio_p",
+    "ratio_sd",
     "pairs",
     "ratio_reached",
     "censored",
     "behind",
     "last_kimg",
+    "outliers",
 ]
 
 
@@ -104,6 +110,12 @@ def _seed_finals(final: pd.DataFrame) -> dict[str, pd.Series]:
         str(sampler): part.groupby("seed")["value"].mean().sort_index()
         for sampler, part in final.groupby("sampler")
     }
+
+
+def _outlier_seeds(finals: pd.Series, scale: str) -> tuple[int, ...]:
+    """The seeds whose final value is an outlier on the metric's scale (``outliers``)."""
+    flags = outliers(to_scale(finals.to_numpy(dtype=float), scale))
+    return tuple(int(seed) for seed, flag in zip(finals.index, flags, strict=True) if flag)
 
 
 def target_method(declared: str | None) -> str:
@@ -165,11 +177,13 @@ def comparison_intervals(
                 "difference_p": math.nan,
                 "ratio": None,
                 "ratio_p": math.nan,
+                "ratio_sd": math.nan,
                 "pairs": 0,
                 "ratio_reached": 0,
                 "censored": 0,
                 "behind": 0,
                 "last_kimg": math.nan,
+                "outliers": _outlier_seeds(finals[sampler], scale),
             }
             if sampler in baselines or not baselines:
                 lines.append(base | {"target_sampler": sampler if baselines else ""})
@@ -189,6 +203,9 @@ def comparison_intervals(
                     line |= {
                         "ratio": ratio,
                         "ratio_p": p,
+                        "ratio_sd": float(np.std(logs[censored == 0], ddof=1))
+                        if (censored == 0).sum() > 1
+                        else math.nan,
                         "ratio_reached": int((censored == 0).sum()),
                         "censored": int((censored != 0).sum()),
                         "behind": behind_pairs(evaluations, target, sampler, higher),
@@ -331,7 +348,20 @@ def verdict(line: Mapping) -> str:
             f"[{format_value(low, size)}, {format_value(high, size)}], {pairs} seed pairs"
             f"{_adjusted(line, 'difference_p')}"
         )
-    return text + _ratio_text(line, target, metric)
+    return text + _ratio_text(line, target, metric) + _outlier_text(line)
+
+
+def _outlier_text(line: Mapping) -> str:
+    """ "; seed 4 an outlier on the log scale: check its run" where a final is one (``outliers``)."""
+    seeds = tuple(line.get("outliers", ()) or ())
+    if not seeds:
+        return ""
+    named = ", ".join(str(seed) for seed in seeds)
+    plural = "s" if len(seeds) > 1 else ""
+    scale = line.get("scale", "log")
+    return (
+        f"; {line['sampler']}'s seed{plural} {named} an outlier on the {scale} scale: check the run{plural}"
+    )
 
 
 def in_paper_order(table: pd.DataFrame) -> pd.DataFrame:

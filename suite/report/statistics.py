@@ -19,18 +19,20 @@ on g = logit, the rest on g = identity; every number is reported back in the met
   ``suite.report.rows.curve_rows``: a final point scored another way left out). Both runs reach q_k within
   their runs (each reaches its own final value by its last evaluation), so r_k is observed whichever is
   faster: r_k > 1 when the sampler gets there sooner, r_k < 1 when the target does, and exchanging the two
-  negates ln r_k, so "sooner" and "longer" are found with the same power. Where the sampler ends better,
+  negates ln r_k: neither direction is censored away, and "longer" is found with the power the data allow
+  as "sooner" is (docs/statistics.md). Where the sampler ends better,
   q_k is the target's final, the paper's "reaches the final quality of the baseline". A crossing that lies
   before a run's first evaluation k₀ makes ln r_k a bound (left- or right-censored at k₀), never a dropped
   pair. ln r_k ~ N(μ, σ²) with a censored-data normal likelihood (Tobit 1958; an accelerated-failure-time
   model with one group): exact pairs contribute ln φ((y−μ)/σ) − ln σ, censored ones ln Φ of their side of
   the bound. The speed-up is e^μ̂ and its interval the profile-likelihood set {μ: 2(ℓ(μ̂, σ̂) − max_σ ℓ(μ,
-  σ)) ≤ n·ln(1 + t²/(n−1))}, t = t_{(1+c)/2, n−1}, n the pairs: with no censored pair this set *is* the t
-  interval of the mean of ln r (the profile likelihood ratio of a normal mean is n·ln(1 + T²/(n−1)), T the
-  t statistic), so the cut-off carries the t interval's small-sample calibration over to censored data; its
-  p-value for μ = 0 inverts the same relation. Below two exact pairs the spread is unknown: no estimate,
-  no p-value, only the bound the pairs put on their mean. ``censored_normal`` computes it (vectorised;
-  profile over σ by golden section in ln σ, the peak over μ by golden section, the limits by bisection).
+  σ)) ≤ n·ln(1 + t²/(n−1))}, t = t_{(1+c)/2, m−1}, n the pairs, m the exact ones: with no censored pair
+  this set *is* the t interval of the mean of ln r (the profile likelihood ratio of a normal mean is
+  n·ln(1 + T²/(n−1)), T the t statistic), so the cut-off carries the t interval's small-sample calibration
+  over to censored data; its p-value for μ = 0 inverts the same relation. Below two exact pairs the spread
+  is unknown: no estimate, no p-value, only the bound the pairs put on their mean. ``censored_normal``
+  computes it (vectorised; profile over σ by golden section in ln σ, the peak over μ by golden section,
+  the limits by bisection).
   Why not Kaplan–Meier: with 3–10 pairs a non-parametric median has no 95% interval at all (3 pairs: the
   widest order-statistic interval covers 1 − 2·0.5³ = 0.75). Coverage of all three intervals under the
   suite's curve model: docs/statistics.md (``suite bench statistics``)."""
@@ -58,7 +60,7 @@ ONE_SEED = "1 seed: no interval"
 GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
 
-_PEAK_STEPS, _SIGMA_STEPS, _BISECTIONS = 60, 16, 30
+_PEAK_STEPS, _SIGMA_STEPS, _BISECTIONS, _EXPANSIONS = 60, 16, 50, 12
 
 
 @dataclass(frozen=True)
@@ -154,12 +156,14 @@ def censored_normal(
     """μ̂, the profile-likelihood interval and the p-value of μ = ``null`` for normal values censored where
     ``censored`` is −1 (the value is an upper bound) or +1 (a lower bound), over the last axis (module
     docstring); a value whose code is ±2 or beyond carries no information and is left out. Without a
-    censored or left-out value: exactly ``t_limits``. Otherwise the cut-off keeps the t quantile of n − 1
-    degrees of freedom, n the informative values, censored ones included, so that censored pairs weigh in
-    both directions alike. The peak is found by golden section over the whole range min − 12 s … max + 12 s
+    censored or left-out value: exactly ``t_limits``. Otherwise the t quantile of the cut-off has (exact
+    values − 1) degrees of freedom, since a censored value says little about the spread (with 3 evaluations
+    a third of the pairs cross before the first, where n − 1 degrees of freedom cover only 0.78–0.88:
+    docs/statistics.md). The peak is found by golden section over the whole range min − 12 s … max + 12 s
     (the profile is unimodal: the Tobit likelihood is concave in (μ/σ, 1/σ), Olsen 1978, so its superlevel
-    sets are convex in (μ, σ)), each limit by bisection between the peak and an end of the range, ±inf where
-    that end is inside the interval. Below two exact values the spread is not measured: no estimate and no
+    sets are convex in (μ, σ)), each limit by bisection between the peak and an end of the range, an end
+    still inside the interval first moved out 4× from the peak at a time (12 times at most, then the limit
+    is ±inf). Below two exact values the spread is not measured: no estimate and no
     p-value, and the interval is the bound the values put on their own mean (``bound_of_mean``); the
     p-value is NaN also where the exact values do not vary or the likelihood peaks at an end of the range."""
     y = np.asarray(values, dtype=float)
@@ -181,7 +185,8 @@ def censored_normal(
         return mean, low, high, p
     ys, cs, ws = flat_y[todo], cut[todo], weight[todo]
     counted = ws.sum(-1)
-    t = stats.t.ppf((1.0 + confidence) / 2.0, counted - 1)
+    df = exact[todo] - 1
+    t = stats.t.ppf((1.0 + confidence) / 2.0, df)
     cutoff = counted * np.log1p(t * t / (counted - 1))
     informative = np.where(ws > 0, ys, np.nan)
     spread = np.maximum(
@@ -208,13 +213,18 @@ def censored_normal(
         unbounded = 2.0 * (best - at_end) <= cutoff
         return np.where(unbounded, np.copysign(np.inf, end - estimate), 0.5 * (outside + within))
 
-    lows, highs = limit(start, at_start), limit(stop, at_stop)
     at_edge = np.maximum(at_start, at_stop) >= best - 1e-9
+    for _ in range(_EXPANSIONS):  # widen an end still inside the interval: its limit lies beyond
+        inside = 2.0 * (best - at_start) <= cutoff
+        start = np.where(inside, estimate - 4.0 * (estimate - start), start)
+        at_start = np.where(inside, profile(start), at_start)
+        inside = 2.0 * (best - at_stop) <= cutoff
+        stop = np.where(inside, estimate + 4.0 * (stop - estimate), stop)
+        at_stop = np.where(inside, profile(stop), at_stop)
+    lows, highs = limit(start, at_start), limit(stop, at_stop)
     estimate = np.where(at_edge, np.nan, estimate)
     ratio = np.maximum(2.0 * (best - profile(np.full(len(todo), float(null)))), 0.0)
-    p_null = 2.0 * stats.t.sf(
-        np.sqrt((counted - 1) * np.expm1(np.minimum(ratio / counted, 700.0))), counted - 1
-    )
+    p_null = 2.0 * stats.t.sf(np.sqrt((counted - 1) * np.expm1(np.minimum(ratio / counted, 700.0))), df)
     exact_values = np.where(cs == 0, np.where(ws > 0, ys, np.nan), np.nan)
     varies = np.nanmax(exact_values, -1) > np.nanmin(exact_values, -1)
     p_null = np.where(varies & ~at_edge, p_null, np.nan)
@@ -237,6 +247,24 @@ def bound_of_mean(values: np.ndarray, censored: np.ndarray) -> tuple[np.ndarray,
         np.where(((code == -1).any(-1)) | none, -np.inf, mean),
         np.where(((code == 1).any(-1)) | none, np.inf, mean),
     )
+
+
+OUTLIER_Z, OUTLIER_MIN_SEEDS = 3.5, 5
+
+
+def outliers(values: np.ndarray) -> np.ndarray:
+    """Over the last axis, whether each value is an outlier: a modified z-score |0.6745·(x − median)/MAD|
+    above 3.5 (Iglewicz & Hoaglin 1993), which a single diverged seed cannot mask as it masks a t statistic;
+    with fewer than 5 values nothing is flagged (the median absolute deviation of 3 or 4 values is no
+    scale), nor where the MAD is 0."""
+    x = np.asarray(values, dtype=float)
+    if x.shape[-1] < OUTLIER_MIN_SEEDS:
+        return np.zeros(x.shape, dtype=bool)
+    median = np.median(x, axis=-1, keepdims=True)
+    mad = np.median(np.abs(x - median), axis=-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = 0.6745 * np.abs(x - median) / mad
+    return np.where(mad > 0, z > OUTLIER_Z, False)
 
 
 def holm(pvalues: np.ndarray) -> np.ndarray:

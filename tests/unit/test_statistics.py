@@ -20,12 +20,13 @@ from scipy import stats
 from suite.cli import main as cli_main
 from suite.report.comparisons import comparison_intervals, statistics_table, verdict
 from suite.report.rows import format_value, load_records
-from suite.report.seed_plan import paired_t_power, seeds_needed, spread_bound
+from suite.report.seed_plan import holm_level, paired_t_power, seeds_needed, spread_bound
 from suite.report.statistics import (
     Interval,
     censored_normal,
     difference_on_scale,
     holm,
+    outliers,
     ratio_interval,
     scaled_interval,
     t_band,
@@ -135,8 +136,8 @@ def test_censored_normal_without_censoring_is_the_t_interval_and_t_test():
 
 
 def test_censored_normal_limits_are_where_the_profile_likelihood_ratio_meets_its_cutoff():
-    """At each limit, 2(ℓ̂ − max_σ ℓ(μ, σ)) equals n·ln(1 + t²/(n−1)), t on n − 1 df (n pairs, censored
-    ones included), with the profile over σ taken here by scipy's bounded scalar minimiser."""
+    """At each limit, 2(ℓ̂ − max_σ ℓ(μ, σ)) equals n·ln(1 + t²/(n−1)), t on (exact values − 1) df, with
+    the profile over σ taken here by scipy's bounded scalar minimiser."""
     from scipy import optimize
 
     y, cut = np.array([0.9, 0.4, 0.0, 0.0, 1.3]), np.array([0, 0, -1, -1, 0])
@@ -151,7 +152,7 @@ def test_censored_normal_limits_are_where_the_profile_likelihood_ratio_meets_its
 
     estimate, low, high, _ = censored_normal(y, cut)
     best = profile(float(estimate))
-    cutoff = 5 * math.log1p(T975[4] ** 2 / 4)
+    cutoff = 5 * math.log1p(T975[2] ** 2 / 4)
     for limit in (low, high):
         assert 2 * (best - profile(float(limit))) == pytest.approx(cutoff, rel=2e-3)
 
@@ -409,7 +410,7 @@ def test_committed_cpu_smoke_table_says_one_seed_no_interval(capsys):
 def test_plan_seeds_plans_a_stated_difference_from_the_upper_bound_of_the_log_scale_spread(
     three_pairs: Path, capsys
 ):
-    """Laplace/EDM log ratios have sd s from 3 pairs; the plan for 1 FID uses the 80% upper bound of s and
+    """Laplace/EDM log ratios have sd s from 3 pairs; the plan for 1 FID uses the 70% upper bound of s and
     the difference ln(1 + 1/G) at EDM's geometric mean G; without --difference the command refuses."""
     with pytest.raises(SystemExit):
         cli_main(["plan-seeds", "--results", str(three_pairs)])
@@ -417,35 +418,73 @@ def test_plan_seeds_plans_a_stated_difference_from_the_upper_bound_of_the_log_sc
     assert cli_main(["plan-seeds", "--results", str(three_pairs), "--difference", "1"]) == 0
     out = capsys.readouterr().out
     d = np.log([9.0 / 10.0, 13.0 / 12.0, 14.5 / 14.0])
-    bound = d.std(ddof=1) * math.sqrt(2 / stats.chi2.ppf(0.2, 2))
+    bound = d.std(ddof=1) * math.sqrt(2 / stats.chi2.ppf(0.3, 2))
     assert bound == pytest.approx(spread_bound(d.std(ddof=1), 3))
     wanted = math.log1p(1 / (10.0 * 12.0 * 14.0) ** (1 / 3))
-    needed = seeds_needed(wanted, bound)
-    assert needed > seeds_needed(wanted, d.std(ddof=1))
+    needed = seeds_needed(wanted, bound, 0.8, holm_level(2))
+    assert needed > seeds_needed(wanted, bound) > seeds_needed(wanted, d.std(ddof=1))
     assert (
-        f"| laplace | edm | log | 3 | {format_value(d.std(ddof=1))} | {format_value(bound)} | "
-        f"{format_value(wanted)} | {needed} |"
+        f"| laplace | edm | Holm over 2 (2.5% first step) | log | 3 | {format_value(d.std(ddof=1))} | "
+        f"{format_value(bound)} | {format_value(wanted)} | {needed} |"
     ) in out
+    assert cli_main(["plan-seeds", "--results", str(three_pairs), "--difference", "-5"]) == 2
+    assert "--difference -5: give the size of the difference" in capsys.readouterr().err
+    assert (
+        cli_main(["plan-seeds", "--results", str(three_pairs), "--difference", "1", "--speedup", "1.5"]) == 0
+    )
+    assert "seeds for a 1.5× speed-up" in capsys.readouterr().out
 
 
-def test_bench_statistics_runs_through_the_table_functions_and_reports_every_cell():
-    """A tiny run: 24 cells, each with its PASS/FAIL, the bias table and the seed plans; and one simulated
-    study's numbers equal those of ``comparison_intervals`` on the same values written as records."""
+def test_quick_bench_reports_every_cell_both_directions_the_assembly_and_the_holm_seed_plans():
+    """A tiny quick run: 12 cells with PASS/FAIL, powers per direction, the symmetry table, studies written
+    as records and read back through the table's assembly (some with censored pairs, all equal), the bias
+    table and the seed plans for the Holm verdict."""
     from suite.report.bench_statistics import run
 
-    cells, bias, plans, _ = run(replications=20, seed=1, pilots=20)
-    assert len(cells) == 24 and cells["result"].str.match("PASS|FAIL").all()
-    assert set(bias["grid"]) == {"3", "dense", "short"} and len(plans) == 8
-    dense = bias[(bias["grid"] != "3") & bias["value axis"].str.startswith("log")]
+    bench = run(replications=20, seed=1, pilots=20, quick=True)
+    assert len(bench.cells) == 12 and bench.cells["result"].str.match("PASS|FAIL").all()
+    slower = bench.cells[bench.cells["true speed-up"] < 1]
+    assert slower["power longer"].notna().all() and slower["power sooner"].isna().all()
+    assert set(bench.symmetry["seeds"]) == {5}
+    checked, censored, differences = bench.assembly
+    assert checked == 8 and censored >= 1 and differences == []
+    assert set(bench.bias["grid"]) == {"3", "dense", "short"} and len(bench.plans) == 8
+    dense = bench.bias[(bench.bias["grid"] != "3") & bench.bias["value axis"].str.startswith("log")]
     assert dense.filter(like="bias").abs().to_numpy().max() < 0.02
+
+
+def test_the_bench_fails_when_the_table_drops_censored_pairs(monkeypatch, capsys):
+    """The assembly check reads written records through ``comparison_intervals``: a table that drops its
+    censored pairs (as a broken ``paired_speedups`` would) no longer equals the bench, and the bench says
+    FAIL."""
+    from suite.report import bench_statistics, comparisons
+
+    original = comparisons.paired_speedups
+
+    def dropping(*args, **kwargs):
+        logs, censored = original(*args, **kwargs)
+        return logs[censored == 0], censored[censored == 0]
+
+    monkeypatch.setattr(comparisons, "paired_speedups", dropping)
+    checked, censored, differences = bench_statistics.assembly_check(2, np.random.default_rng(3))
+    assert censored >= 1 and differences
+    monkeypatch.setattr(
+        bench_statistics,
+        "seed_plan_power",
+        lambda pilots, rng: pd.DataFrame({"result": ["PASS"]}),
+    )
+    assert bench_statistics.print_simulation(20, 20, 0, quick=True) == 1
+    out = capsys.readouterr().out
+    assert "Assembly: 8 studies" in out and "FAIL:" in out and "in the table" in out
 
 
 def test_one_simulated_study_gets_the_same_numbers_from_the_bench_and_from_its_records(tmp_path: Path):
     """The bench's vectorised path and ``comparison_intervals`` on the same values written as run records
-    (4 baselines, InfoNoise as the candidate, 5 seeds on the dense grid, no declared target: Holm)."""
+    by the test's own writer (4 baselines, InfoNoise as the candidate, 5 seeds on the dense grid, no declared
+    target: Holm)."""
     from suite.report.bench_statistics import BASELINES, Cell, simulate_values, study_statistics
 
-    kimg, values = simulate_values(Cell("lognormal", 5, "dense", 1.5), 1, np.random.default_rng(7))
+    kimg, values = simulate_values(Cell("power", "lognormal", 5, "dense", 1.5), 1, np.random.default_rng(7))
     labels = ["logu", "cos", "fm", "edm", "infonoise"]
     for j, label in enumerate(labels):
         for seed in range(5):
@@ -518,3 +557,19 @@ def test_a_constant_difference_is_stated_as_constant_without_a_p_value():
         verdict(constant)
         == "constant: infonoise − edm = +0.3 FID in each of 3 seed pairs (no seed variance: no test)"
     )
+
+
+def test_a_diverged_seed_is_named_as_an_outlier_on_the_log_scale_and_kept(tmp_path: Path):
+    """Five EDM seeds near 10 FID and five InfoNoise seeds near 9, one of which doubled (a diverged run): the
+    verdict names that seed as an outlier on the log scale, and the seed stays in every number."""
+    for seed, (edm, info) in enumerate(
+        zip([10.0, 10.4, 9.8, 10.1, 10.3], [9.0, 9.2, 18.6, 8.9, 9.1], strict=True)
+    ):
+        write_run(tmp_path, "bfashion", "edm", seed, [(10, 50.0), (20, edm)])
+        write_run(tmp_path, "bfashion", "infonoise", seed, [(10, 50.0), (20, info)])
+    line = (
+        comparison_intervals(load_records(tmp_path), declared="edm").query("sampler == 'infonoise'").iloc[0]
+    )
+    assert line["outliers"] == (2,) and line["final"].n == 5
+    assert verdict(line).endswith("; infonoise's seed 2 an outlier on the log scale: check the run")
+    assert outliers(np.log([9.0, 9.2, 9.1, 8.9])).tolist() == [False] * 4
