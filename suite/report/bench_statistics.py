@@ -40,7 +40,7 @@ power of the true direction ("better"/"worse", "sooner"/"longer") per comparison
 share of uninformative ratio intervals ([0, ∞]) and of comparisons with no estimate; the median speed-up,
 comparisons without an estimate counted at the side their bound allows (0 or ∞); the share of censored pairs;
 the share of studies in which the table names one of the candidate's finals as an outlier
-(``suite.report.statistics.outliers``, 5 seeds or more). True values: the ratio c; the difference and finals
+(``suite.report.statistics.outliers``, 8 seeds or more). True values: the ratio c; the difference and finals
 on the log scale, E[ln FID] from 400 000 draws of the model (fixed seed). Bounds (PASS/FAIL): every coverage ≥
 0.93, the ratio's ≥ 0.90 where c ≠ 1 (offsets that do not rescale time move the level's crossing); every false
 rate ≤ 0.035; at 5 and 10 seeds the power of "longer" at 1/1.5 within 0.1 of that of "sooner" at 1.5 where the
