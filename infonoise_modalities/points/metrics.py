@@ -89,6 +89,7 @@ from suite.metrics.frechet import trace_sqrt_product
 from suite.noise.analytic import AnalyticData, GaussianMixtureData
 from suite.noise.sampler import NoiseSampler, build_sampler
 from suite.records import write_atomic
+from suite.stream import seeded_generator
 from suite.task import content_fingerprint
 
 
@@ -159,7 +160,7 @@ class NodeDraws:
     def chunk(self, node: int, index: int) -> tuple[Tensor, Tensor, Tensor]:
         key = (node, index)
         if key not in self._chunks:
-            gen = _generator(self.seed, node, index)
+            gen = seeded_generator(self.seed, node, index)
             sigma = self.sigmas[node]
             x0 = self.data.sample(CHUNK, gen)
             x = (x0 + sigma * torch.randn(x0.shape, generator=gen, dtype=torch.float64)).float()
@@ -183,11 +184,6 @@ class NodeDraws:
         return (got.to("cpu", torch.float64).reshape(len(x), -1) - best).square().sum(1), controls
 
 
-def _generator(*entropy: int) -> torch.Generator:
-    state = np.random.SeedSequence(list(entropy)).generate_state(2, np.uint32)
-    return torch.Generator().manual_seed(int(state[0]) << 32 | int(state[1]))
-
-
 CONTROLS = (
     "|x - mu|^2, |D* - mu|^2, (x - mu).(D* - mu)"  # the controls, in their order (part of the cache key)
 )
@@ -205,7 +201,7 @@ def control_means(data: AnalyticData, sigmas: Sequence[float], seed: int, sample
     for node, sigma in enumerate(sigmas):
         values = []
         for index in range(max(1, samples // CHUNK)):
-            gen = _generator(seed, node, index, 1)
+            gen = seeded_generator(seed, node, index, 1)
             x0 = data.sample(CHUNK, gen)
             x = x0 + sigma * torch.randn(x0.shape, generator=gen, dtype=torch.float64)
             values.append(posterior_variance(x, torch.full((CHUNK,), sigma, dtype=torch.float64)))

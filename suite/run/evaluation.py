@@ -2,7 +2,10 @@
 
 Generation integrates the probability-flow ODE with the task's solver from latents x = σ_max·ε drawn from a
 generator seeded by ``LATENT_STREAM + budget.eval.seed`` (the same latents at every evaluation point, so
-curves compare like with like). The offset keeps the latents off the stream that initialises the network
+curves compare like with like); a task with ``eval_latents: per_seed`` seeds it by that number and the
+run's seed together (``suite.stream.seeded_generator``), so each seed of a study samples its own latent set
+and the spread of the latents enters the seed interval rather than an offset shared by every run. The
+offset keeps the latents off the stream that initialises the network
 (``torch.manual_seed(seed)``): with equal seeds the first latents would equal the first initial weights
 drawn, and a parameter that lives in data space (a token embedding table) would start aligned with them. A
 conditional task is sampled with the conditions of reference examples (a fixed random choice of the
@@ -54,6 +57,7 @@ from suite.run.grids import build_grid
 from suite.run.solvers import SOLVERS, guided, nfe
 from suite.run.spec import RunSpec, SpecError, guidance_problem, run_spec
 from suite.stopping import check
+from suite.stream import seeded_generator
 from suite.task import Batch, Task, TaskData
 from suite.watch import PREVIEW, progress, save_samples
 
@@ -66,6 +70,16 @@ def fixed_choice(n_total: int, n: int, seed: int) -> Tensor:
     """n indices of a fixed random permutation of range(n_total), cycling when n > n_total."""
     order = torch.randperm(n_total, generator=torch.Generator().manual_seed(seed))
     return order.repeat((n + n_total - 1) // n_total)[:n]
+
+
+def latent_generator(seed: int, run_seed: int, latents: str = "shared") -> torch.Generator:
+    """The generator of the latents of generation seed ``seed``: seeded by ``LATENT_STREAM + seed`` alone
+    (``shared``: every run the same) or with ``run_seed`` too (``per_seed``, module docstring)."""
+    if latents == "shared":
+        return torch.Generator().manual_seed(LATENT_STREAM + seed)
+    if latents == "per_seed":
+        return seeded_generator(LATENT_STREAM + seed, run_seed)
+    raise ValueError(f"latents={latents!r}; valid: shared, per_seed")
 
 
 class Generation:
@@ -99,7 +113,7 @@ class Generation:
         (default ``budget.eval.precision``; bf16 is autocast around the network, the solver stays in
         float64)."""
         ev, d = self.spec.budget.eval, self.spec.diffusion
-        gen = torch.Generator().manual_seed(LATENT_STREAM + (ev.seed if seed is None else seed))
+        gen = latent_generator(ev.seed if seed is None else seed, self.spec.seed, ev.latents)
         chosen = conditions
         if self.conditional and chosen is None:
             chosen = fixed_choice(len(self.data.reference), n, CONDITION_SEED)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pytest
 import torch
 from torch import Tensor, nn
 
@@ -16,12 +17,15 @@ from infonoise_modalities.points.distributions import (
     moments,
 )
 from suite.config import compose_run
+from suite.launch.study import grid_runs, load_study, plan_study
 from suite.metrics import METRICS, EvalInputs
 from suite.noise.analytic import GaussianData, GaussianMixtureData
 from suite.noise.information import gaussian_mixture_mmse
 from suite.noise.sampler import build_sampler
 from suite.noise.weighting import build_weight
-from suite.run.spec import run_spec
+from suite.run.assembly import build_task
+from suite.run.evaluation import Generation, latent_generator
+from suite.run.spec import SpecError, run_spec
 from suite.run.training import Trainer
 
 CPU = torch.device("cpu")
@@ -206,3 +210,46 @@ def test_a_ground_truth_run_records_the_exact_metrics_at_each_evaluation(tmp_pat
     assert all(row["extra"]["mc_se"] > 0 and len(row["extra"]["curve"]["sigma"]) == 16 for row in bounds)
     tv = [row for row in rows if row["metric"] == "pi-tv"]
     assert [row["extra"]["learned"] for row in tv] == [True, True]
+
+
+class Identity(nn.Module):
+    """D(x; σ) = x: the probability-flow ODE dx/dσ = (x − D)/σ stands still, so a sample is its latent."""
+
+    def forward(self, x: Tensor, sigma: Tensor) -> Tensor:
+        return x
+
+
+def test_no_two_seeds_of_the_ground_truth_study_share_their_sample_latents(tmp_path):
+    """Every run of ``studies/ground-truth.yaml`` generates from latents of its own seed: two seeds share no
+    latent, and the samplers of one seed share theirs (common random numbers within a seed pair)."""
+    study = load_study(Path(__file__).resolve().parents[2] / "studies" / "ground-truth.yaml")
+    specs = [run_spec(run.cfg) for run in grid_runs(plan_study(study, tmp_path))]
+    assert {spec.budget.eval.latents for spec in specs} == {"per_seed"}
+    first = {}
+    for spec in specs:
+        ev = spec.budget.eval
+        latent = latent_generator(ev.seed, spec.seed, ev.latents)
+        first.setdefault(spec.seed, set()).add(float(torch.randn(1, generator=latent)))
+    assert all(len(values) == 1 for values in first.values())  # one latent set per seed, whatever the sampler
+    assert len({values.pop() for values in first.values()}) == len(study.seeds)
+    one, two = (next(s for s in specs if s.seed == seed) for seed in (0, 1))
+    task = build_task(one)
+    data = task.load()
+    sigmas = torch.tensor([80.0, 1.0, 0.0], dtype=torch.float64)
+    drawn = [
+        Generation(spec, task, data, CPU).generate(Identity(), 64, sigmas, 1.0)[0] for spec in (one, two)
+    ]
+    again = Generation(one, task, data, CPU).generate(Identity(), 64, sigmas, 1.0)[0]
+    assert torch.equal(drawn[0], again)  # the same latents at every evaluation of a run
+    assert not torch.isin(drawn[0], drawn[1]).any()
+
+
+def test_a_task_without_eval_latents_shares_one_latent_set_across_seeds_and_a_bad_value_is_refused():
+    shared = [
+        run_spec(compose_run("ring2d", "edm", "smoke", ["task.eval_latents=shared", f"seed={s}"]))
+        for s in (0, 1)
+    ]
+    draws = [torch.randn(4, generator=latent_generator(0, s.seed, s.budget.eval.latents)) for s in shared]
+    assert torch.equal(*draws)
+    with pytest.raises(SpecError, match=r"task.eval_latents='each': valid: shared, per_seed"):
+        run_spec(compose_run("ring2d", "edm", "smoke", ["task.eval_latents=each"]))
