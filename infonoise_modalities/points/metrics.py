@@ -19,9 +19,18 @@ bound the probability-flow ODE's distribution, whose gap needs higher-order scor
 2022, "Maximum likelihood training for score-based diffusion ODEs by high-order denoising score
 matching", ICML); the ODE samples are scored by the two sample metrics below.
 
-Estimator: ``nodes``-point Gauss–Legendre quadrature in u = ln σ on [ln σ_min, ln σ_max] (fixed nodes and
-weights ω_j), B̂ = Σ_j ω_j ê_j/σ_j² with ê_j an estimate of E e, e = ‖D_θ − D*‖², over draws (x₀, ε) at
-σ_j, and Monte Carlo standard error √(Σ_j ω_j² se(ê_j)²/σ_j⁴) (independent draws per node).
+Estimator: the (2n + 1)-point Gauss–Kronrod rule in u = ln σ on [ln σ_min, ln σ_max], n = ``nodes`` (fixed
+nodes and Kronrod weights ω_j; Kronrod 1965, nodes and weights from the Jacobi–Kronrod matrix of Laurie,
+"Calculation of Gauss-Kronrod quadrature rules", Math. Comp. 66, 1997), B̂ = Σ_j ω_j ê_j/σ_j² with ê_j an
+estimate of E e, e = ‖D_θ − D*‖², over draws (x₀, ε) at σ_j, and Monte Carlo standard error
+√(Σ_j ω_j² se(ê_j)²/σ_j⁴) (independent draws per node). Its quadrature error is estimated by the embedded
+n-point Gauss–Legendre rule on every other node (weights γ_j, zero at the Kronrod-only nodes), from the same
+ê_j: ``quadrature_error`` = |Σ_j (ω_j − γ_j) ê_j/σ_j²| = |B̂ − B̂_Gauss|, the error of the coarser rule
+(QUADPACK's raw estimate, Piessens et al. 1983, before its heuristic scaling), which bounds the Kronrod
+value's own error wherever the Gauss rule is in its convergent range (the Kronrod rule is exact to degree
+3n + 1, the Gauss rule to 2n − 1); ``quadrature_error_mc_se`` is the Monte Carlo error of that difference,
+√(Σ_j (ω_j − γ_j)² se(ê_j)²/σ_j⁴), so an estimate below it is noise. The quadrature error is a bias, not
+a spread over draws: it adds to ``mc_se``, it does not combine with it in quadrature.
 
 ê_j is a control-variate mean (Owen, "Monte Carlo theory, methods and examples", 2013, §8.9) with three
 controls of known mean, functions of x and D*(x) alone (μ, tr Σ: the data's exact mean and total variance):
@@ -236,13 +245,15 @@ class KLBound(ExactMetric):
         if inputs.model is None:
             raise ValueError("kl-bound scores the denoiser itself; the evaluation handed no model")
         nodes, samples = int(self.options.get("nodes", 32)), int(self.options.get("samples", 16384))
-        sigmas, weights = quadrature(nodes, self.sigma_min, self.sigma_max)
+        sigmas, weights, gauss = quadrature(nodes, self.sigma_min, self.sigma_max)
         if samples < 8 * CHUNK:
             raise ValueError(f"kl-bound needs samples >= {8 * CHUNK} draws per node; got samples={samples}")
         seed = int(self.options.get("seed", 0))
         if self._draws is None:
             self._draws = NodeDraws(self.distribution(), sigmas.tolist(), seed)
-        return kl_bound(inputs.model, self._draws, weights, samples, self.controls(sigmas), self.device)
+        return kl_bound(
+            inputs.model, self._draws, weights, samples, self.controls(sigmas), self.device, gauss
+        )
 
     def controls(self, sigmas: np.ndarray) -> Tensor:
         """E c at each σ with its error (:func:`control_means`), once per distribution, σ grid, seed and
@@ -264,16 +275,65 @@ class KLBound(ExactMetric):
         )
 
 
-def quadrature(nodes: int, sigma_min: float, sigma_max: float) -> tuple[np.ndarray, np.ndarray]:
-    """σ_j and weights ω_j of ``nodes``-point Gauss–Legendre quadrature in ln σ on [σ_min, σ_max]."""
+def quadrature(nodes: int, sigma_min: float, sigma_max: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """σ_j, Kronrod weights ω_j and embedded Gauss weights γ_j (zero at the Kronrod-only nodes) of the
+    (2·``nodes`` + 1)-point Gauss–Kronrod rule in ln σ on [σ_min, σ_max], σ increasing."""
     if nodes < 1 or not 0 < sigma_min < sigma_max:
         raise ValueError(
             f"kl-bound needs nodes >= 1 and 0 < sigma_min < sigma_max; got nodes={nodes}, "
             f"sigma range [{sigma_min}, {sigma_max}]"
         )
-    t, w = np.polynomial.legendre.leggauss(nodes)
+    t, w, g = gauss_kronrod(nodes)
     u_lo, u_hi = math.log(sigma_min), math.log(sigma_max)
-    return np.exp(0.5 * (u_hi - u_lo) * t + 0.5 * (u_hi + u_lo)), 0.5 * (u_hi - u_lo) * w
+    half = 0.5 * (u_hi - u_lo)
+    return np.exp(half * t + 0.5 * (u_hi + u_lo)), half * w, half * g
+
+
+def gauss_kronrod(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Nodes t [2n + 1] (increasing) on [−1, 1], Kronrod weights and the weights of the n-point Gauss–Legendre
+    rule on the nodes t[1::2] (zero elsewhere), for the Legendre weight.
+
+    Laurie's (1997) algorithm: the Jacobi–Kronrod matrix's recurrence coefficients (α, β) follow from the
+    Legendre ones (α_k = 0, β_0 = 2, β_k = k²/(4k² − 1)) by his mixed recurrence (Gautschi's ``r_kronrod``),
+    and the rule is that matrix's Gauss rule (Golub & Welsch 1969: the eigenvalues, and β_0 times the squared
+    first components of the eigenvectors)."""
+    size = math.ceil(3 * n / 2) + 1
+    k = np.arange(size, dtype=np.float64)
+    beta0 = np.where(k == 0, 2.0, k * k / np.maximum(4 * k * k - 1, 1))
+    a, b = np.zeros(2 * n + 1), np.zeros(2 * n + 1)
+    b[:size] = beta0
+    s, t = np.zeros(n // 2 + 2), np.zeros(n // 2 + 2)
+    t[1] = b[n + 1]
+    for m in range(n - 1):
+        k_ = np.arange((m + 1) // 2, -1, -1)
+        low = m - k_
+        s[k_ + 1] = np.cumsum(
+            (a[k_ + n + 1] - a[low]) * t[k_ + 1] + b[k_ + n + 1] * s[k_] - b[low] * s[k_ + 1]
+        )
+        s, t = t, s
+    s[1 : n // 2 + 2] = s[: n // 2 + 1].copy()
+    for m in range(n - 1, 2 * n - 2):
+        k_ = np.arange(m + 1 - n, (m - 1) // 2 + 1)
+        low = m - k_
+        j = n - 1 - low
+        s[j + 1] = np.cumsum(
+            -(a[k_ + n + 1] - a[low]) * t[j + 1] - b[k_ + n + 1] * s[j + 1] + b[low] * s[j + 2]
+        )
+        last, top = j[-1], (m + 1) // 2
+        if m % 2 == 0:
+            a[top + n + 1] = a[top] + (s[last + 1] - b[top + n + 1] * s[last + 2]) / t[last + 2]
+        else:
+            b[top + n + 1] = s[last + 1] / s[last + 2]
+        s, t = t, s
+    a[2 * n] = a[n - 1] - b[2 * n] * s[1] / t[1]
+    off = np.sqrt(b[1:])
+    nodes, vectors = np.linalg.eigh(np.diag(a) + np.diag(off, 1) + np.diag(off, -1))
+    nodes = 0.5 * (nodes - nodes[::-1])  # symmetric about 0, as the Legendre weight is
+    kronrod = b[0] * vectors[0] ** 2
+    kronrod = 0.5 * (kronrod + kronrod[::-1])
+    gauss = np.zeros(2 * n + 1)
+    gauss[1::2] = np.polynomial.legendre.leggauss(n)[1]
+    return nodes, kronrod, gauss
 
 
 def kl_bound(
@@ -283,10 +343,13 @@ def kl_bound(
     samples: int,
     controls: Tensor,
     device: torch.device | str = "cpu",
+    gauss: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """B̂ of ``model`` (a denoiser ``model(x, σ)``) with its error and curve, from ``samples`` draws per
     node on average (a pilot, then the Neyman share of the rest) and the controls c of known mean
-    ``controls[0]`` (standard error ``controls[1]``, :func:`control_means`; module docstring)."""
+    ``controls[0]`` (standard error ``controls[1]``, :func:`control_means`; module docstring); with the
+    embedded rule's weights ``gauss``, the quadrature error estimate |B̂ − B̂_Gauss| and its Monte Carlo
+    error too."""
     nodes = len(weights)
     sig = np.asarray(draws.sigmas)
     pilot = max(1, samples // 8 // CHUNK)
@@ -308,11 +371,16 @@ def kl_bound(
             for r, b, m_se in zip(residuals, beta, known_se, strict=True)
         ]
     )
-    return {
+    rule = (
+        "Gauss-Legendre"
+        if gauss is None
+        else f"Gauss-Kronrod ({len(weights)} nodes, Gauss {(nodes - 1) // 2} embedded)"
+    )
+    out = {
         "value": float((weights * excess / sig**2).sum()),
         "mc_se": float(math.sqrt(((weights * excess_se / sig**2) ** 2).sum())),
         "quadrature": (
-            f"Gauss-Legendre in ln sigma, {nodes} nodes, {samples} draws per node on average "
+            f"{rule} in ln sigma, {nodes} nodes, {samples} draws per node on average "
             f"(pilot {pilot * CHUNK}, then Neyman allocation), three control variates of known mean, "
             f"seed {draws.seed}"
         ),
@@ -324,6 +392,12 @@ def kl_bound(
             "beta": [b.tolist() for b in beta],
         },
     }
+    if gauss is not None:
+        spare = weights - gauss
+        out["gauss_value"] = float((gauss * excess / sig**2).sum())
+        out["quadrature_error"] = abs(out["value"] - out["gauss_value"])
+        out["quadrature_error_mc_se"] = float(math.sqrt(((spare * excess_se / sig**2) ** 2).sum()))
+    return out
 
 
 def coefficients(e: Tensor, controls: Tensor) -> Tensor:
