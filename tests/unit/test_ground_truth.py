@@ -24,7 +24,7 @@ from suite.noise.analytic import GaussianData, GaussianMixtureData
 from suite.noise.information import gaussian_mixture_mmse
 from suite.noise.sampler import build_sampler
 from suite.noise.weighting import build_weight
-from suite.run.assembly import build_task
+from suite.run.assembly import build_loss_weight, build_noise_sampler, build_task
 from suite.run.evaluation import Generation, latent_generator
 from suite.run.spec import SpecError, run_spec
 from suite.run.training import Trainer
@@ -357,3 +357,31 @@ def test_the_kl_bounds_quadrature_error_bounds_its_true_error_on_a_narrow_band(t
     assert row["quadrature_error_mc_se"] < 1e-6 < row["quadrature_error"]
     if nodes == 16:
         assert 0.5 < abs(row["gauss_value"] - exact) < 1.5
+
+
+def test_pi_tv_of_every_sampler_of_the_ground_truth_study_uses_one_target(tmp_path):
+    """Every sampler's row names one target, and its value is the TV to that one density; KG and InfoNoise
+    before they learn (π is the EDM prior) score exactly what EDM scores; an adaptive sampler's distance to
+    its own estimator's target is recorded apart, as ``own_target_tv``."""
+    study = load_study(Path(__file__).resolve().parents[2] / "studies" / "ground-truth.yaml")
+    specs = [run_spec(run.cfg) for run in grid_runs(plan_study(study, tmp_path)) if run.cfg.seed == 0]
+    task = build_task(specs[0])
+    (metric,) = [m for m in task.metrics(CPU, tmp_path) if m.spec.name == "pi-tv"]
+    rows, densities = {}, []
+    u = torch.linspace(math.log(0.002), math.log(80.0), 401, dtype=torch.float64)
+    for spec in specs:
+        sampler = build_noise_sampler(spec, build_loss_weight(spec))
+        rows[spec.sampler.name] = metric(EvalInputs(None, None, sampler=sampler))
+        densities.append(metric.target(sampler)[0].prob(u))
+    assert set(rows) == set(study.samplers) and len({row["target"] for row in rows.values()}) == 1
+    assert all(torch.equal(density, densities[0]) for density in densities)
+    assert (
+        rows["kg"]["value"]
+        == rows["kg-uncorrected"]["value"]
+        == rows["edm"]["value"]
+        == rows["infonoise"]["value"]
+    )
+    assert all(
+        ("own_target_tv" in row) == (name in ("kg", "kg-uncorrected", "infonoise"))
+        for name, row in rows.items()
+    )
