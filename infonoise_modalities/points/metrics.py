@@ -514,6 +514,8 @@ class SlicedW2(ExactMetric):
 class LearnedDensityTV(ExactMetric):
     """TV distance between the run's π and its exact target (module docstring)."""
 
+    scores_sampler = True
+
     @property
     def spec(self) -> MetricSpec:
         return MetricSpec("pi-tv", higher_is_better=False, label="TV(π, exact target π*) in ln σ")

@@ -28,6 +28,14 @@ it (FID) takes the best of several seed ranges there. Generated samples are deco
 (``Task.decode_generated``), so a text continuation is scored with its prompt. The tables and figures keep
 rows of another protocol apart from the run's own (``suite.report.results``).
 
+The null network (``score_null``, ``suite eval --null``) is a run's network with its raw output F ≡ 0, so
+D = c_skip·x (EDM's preconditioning, ``suite.run.diffusion``): what a network that learned nothing scores.
+It is scored once per comparison folder, by the metrics that score a network or its samples (not those that
+score the run's sampler, ``Metric.scores_sampler``), on one run's evaluation protocol (its grid, steps,
+samples and latents), and its rows, labelled ``NULL_SAMPLER`` at kimg 0, are written to
+``<comparison folder>/NULL_FILE``, beside the runs and apart from them: the tables show it beside every
+sampler (``suite.report.rows.null_values``) and no comparison, interval or time to target counts it.
+
 A stop request (``suite.stopping``) abandons an evaluation between its generation batches, its metrics and
 their feature batches: :class:`suite.stopping.Interrupted` is raised and no row is returned. A metric value
 that is not a finite number (NaN, inf) raises :class:`InvalidMetricValue`: no row is returned, and the run
@@ -50,7 +58,15 @@ from suite.lease import Lease
 from suite.metrics import EvalInputs, Metric
 from suite.noise.sampler import NoiseSampler
 from suite.paths import cache_dir
-from suite.records import RunDirectory, append_jsonl, evaluation_row, write_atomic
+from suite.records import (
+    NULL_FILE,
+    NULL_SAMPLER,
+    RunDirectory,
+    append_jsonl,
+    evaluation_row,
+    write_atomic,
+    write_jsonl,
+)
 from suite.run.assembly import build_parts, build_task
 from suite.run.distributed import init_distributed
 from suite.run.grids import build_grid
@@ -495,6 +511,39 @@ def rescore(
         with Lease(folder.path):  # one writer per run folder: refused while a launch trains it
             append_jsonl(folder.records, new_rows)
     return new_rows
+
+
+def null_network(model: nn.Module) -> nn.Module:
+    """``model`` (a run's preconditioned denoiser) with every parameter zero, in place: its raw network
+    outputs F ≡ 0 (every layer's weight and bias are zero, so the read-out is), so D = c_skip·x."""
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.zero_()
+    return model
+
+
+def score_null(run_dir: str | Path, device: str = "auto") -> Path:
+    """Score the null network (module docstring) on the protocol of the run in ``run_dir`` and write its rows
+    to the comparison folder's ``NULL_FILE`` (replacing an earlier one); returns that file."""
+    opened = open_run(run_dir, None, device)
+    spec = opened.spec
+    task = build_task(spec)
+    ctx = init_distributed(device)
+    data = task.load()
+    model, _ = opened.network(task, ctx.device)
+    evaluator = Evaluator(spec, task, data, ctx.device)
+    names = [m.spec.name for m in evaluator.metrics if not m.scores_sampler]
+    if not names:
+        raise ValueError(f"task {spec.task}'s metrics all score the run's sampler; the null network has none")
+    null_network(model)
+    rows = []
+    for name in names:
+        for row in evaluator.evaluate(model, 0, 0.0, False, only=name):
+            rows.append(row | {"sampler": NULL_SAMPLER})
+            print(f"{spec.task} null network {name}: {row['value']:.6g}")
+    path = Path(run_dir).resolve().parent.parent / NULL_FILE
+    write_jsonl(path, rows)
+    return path
 
 
 def write_samples(

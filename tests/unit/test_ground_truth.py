@@ -18,14 +18,19 @@ from infonoise_modalities.points.distributions import (
     moments,
 )
 from suite.config import compose_run
+from suite.launch.plan import run_folder
 from suite.launch.study import grid_runs, load_study, plan_study
 from suite.metrics import METRICS, EvalInputs
 from suite.noise.analytic import GaussianData, GaussianMixtureData
 from suite.noise.information import gaussian_mixture_mmse
 from suite.noise.sampler import build_sampler
 from suite.noise.weighting import build_weight
+from suite.records import NULL_FILE, NULL_SAMPLER, read_jsonl
+from suite.report.rows import format_value, load_published, load_records
+from suite.report.summary import summary_blocks
+from suite.report.table import comparison_table
 from suite.run.assembly import build_loss_weight, build_noise_sampler, build_task
-from suite.run.evaluation import Generation, latent_generator
+from suite.run.evaluation import Generation, latent_generator, null_network, open_run, score_null
 from suite.run.spec import SpecError, run_spec
 from suite.run.training import Trainer
 
@@ -385,3 +390,48 @@ def test_pi_tv_of_every_sampler_of_the_ground_truth_study_uses_one_target(tmp_pa
         ("own_target_tv" in row) == (name in ("kg", "kg-uncorrected", "infonoise"))
         for name, row in rows.items()
     )
+
+
+def test_the_null_network_is_c_skip_times_x_and_stands_beside_every_sampler_in_the_tables(tmp_path):
+    """``suite eval --null`` zeroes a run's network (F ≡ 0, so D = σ_d²/(σ² + σ_d²)·x exactly), scores the
+    metrics that score a network or its samples once, writes them beside the runs, and the comparison table
+    and the summary blocks show that value in a column and a line of their own; no statistic counts it."""
+    cfg = compose_run(
+        "twoscale",
+        "edm",
+        "smoke",
+        [
+            "device=cpu",
+            "budget.kimg=0.256",
+            "budget.batch=64",
+            "budget.eval_points=1",
+            "budget.eval.samples=64",
+            "budget.tick_kimg=0.256",
+            "task.train_size=1024",
+            "task.metrics.kl-bound.samples=8192",
+            "task.metrics.kl-bound.nodes=4",
+            "+task.metrics.kl-bound.control_samples=8192",
+            "task.metrics.pi-tv.mmse_samples=64",
+        ],
+    )
+    spec = run_spec(cfg)
+    folder = run_folder(tmp_path, spec)
+    Trainer(spec, folder).run()
+    model, _ = open_run(folder, None, "cpu").network(build_task(spec), CPU)
+    x, sigma = torch.randn(8, 32), torch.tensor([0.01, 0.1, 1.0, 10.0] * 2)
+    c_skip = (spec.diffusion.sigma_data**2 / (sigma**2 + spec.diffusion.sigma_data**2))[:, None]
+    assert torch.allclose(null_network(model)(x, sigma), c_skip * x, rtol=1e-6, atol=0)
+    path = score_null(folder, "cpu")
+    rows = read_jsonl(path)
+    assert path == folder.resolve().parent.parent / NULL_FILE
+    assert {r["metric"] for r in rows} == {"kl-bound", "fd-exact", "sliced-w2"}
+    assert {(r["sampler"], r["kimg"]) for r in rows} == {(NULL_SAMPLER, 0.0)}
+    df = load_records(tmp_path)
+    assert NULL_SAMPLER not in set(df["sampler"])  # no statistic sees it
+    table = comparison_table(df).set_index("metric")
+    value = {r["metric"]: r["value"] for r in rows}
+    assert table.loc["kl-bound ↓", NULL_SAMPLER] == format_value(value["kl-bound"])
+    assert table.loc["pi-tv ↓", NULL_SAMPLER] == "–"
+    blocks, _, _ = summary_blocks(df, None, ("edm",), load_published())
+    null_lines = [b.rows for b in blocks if NULL_SAMPLER in set(b.rows["sampler"])]
+    assert len(null_lines) == 3
