@@ -435,3 +435,19 @@ def test_the_null_network_is_c_skip_times_x_and_stands_beside_every_sampler_in_t
     blocks, _, _ = summary_blocks(df, None, ("edm",), load_published())
     null_lines = [b.rows for b in blocks if NULL_SAMPLER in set(b.rows["sampler"])]
     assert len(null_lines) == 3
+
+
+def test_suite_eval_null_refuses_the_options_of_another_protocol_naming_them():
+    """The null network is scored on the run's own protocol with every metric: a metric, point, grid, step
+    count or guidance given beside --null is refused before the run folder is read."""
+    import argparse
+
+    from suite.commands import eval as eval_command
+
+    parser = argparse.ArgumentParser()
+    eval_command.add_arguments(parser)
+    args = parser.parse_args(["no-such-run", "--null", "--kimg", "1"])
+    with pytest.raises(
+        ValueError, match=r"--null scores the run's own protocol with every metric; drop --metric"
+    ):
+        eval_command.run(args)
