@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import math
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from infonoise_modalities.points.distributions import (
     exact_mmse,
     moments,
 )
+from suite.commands import eval as eval_command
 from suite.config import compose_run
 from suite.launch.plan import run_folder
 from suite.launch.study import grid_runs, load_study, plan_study
@@ -440,10 +442,6 @@ def test_the_null_network_is_c_skip_times_x_and_stands_beside_every_sampler_in_t
 def test_suite_eval_null_refuses_the_options_of_another_protocol_naming_them():
     """The null network is scored on the run's own protocol with every metric: a metric, point, grid, step
     count or guidance given beside --null is refused before the run folder is read."""
-    import argparse
-
-    from suite.commands import eval as eval_command
-
     parser = argparse.ArgumentParser()
     eval_command.add_arguments(parser)
     args = parser.parse_args(["no-such-run", "--null", "--kimg", "1"])
