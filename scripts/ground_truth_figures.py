@@ -5,7 +5,9 @@ than D*, and how InfoNoise's learned density approaches its exact target.
 (the ``curve`` each ``kl-bound`` row records, mean over seeds), beside the sampler's training density π(u)
 and the effective allocation φ = π·w with the task's loss weight w (fixed samplers: their density;
 adaptive ones: the density of their last rebuild, ``sampler.jsonl``, mean over seeds), and the exact
-InfoNoise target π* (``pi-tv``'s target) for reference.
+InfoNoise target π* (``pi-tv``'s target) for reference; and, where the comparison folder holds the null
+network's rows (``suite eval --null``), its integrand too: how much each network has learned over doing
+nothing, per σ band.
 
 ``infonoise.png``: InfoNoise's density at its rebuilds over training (seed 0, ``sampler.jsonl``) against the
 exact target π*, and the TV distance ``pi-tv`` at each evaluation (mean and range over seeds).
@@ -31,8 +33,8 @@ import torch  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
 from infonoise_modalities.points.metrics import LearnedDensityTV  # noqa: E402
-from suite.noise.sampler import build_sampler  # noqa: E402
 from suite.paths import cache_dir  # noqa: E402
+from suite.records import NULL_FILE, NULL_SAMPLER  # noqa: E402
 from suite.run.assembly import build_loss_weight, build_noise_sampler, build_task  # noqa: E402
 from suite.run.spec import run_spec  # noqa: E402
 
@@ -48,9 +50,7 @@ def exact_target(run: Path) -> tuple[np.ndarray, np.ndarray, object]:
     spec = run_spec(OmegaConf.load(run / "config.yaml"))
     task = build_task(spec)
     weight = build_loss_weight(spec)
-    sampler = build_noise_sampler(spec, weight)
-    if sampler.adaptive:  # the InfoNoise target of the run's task, as pi-tv builds it for a fixed sampler
-        sampler = build_sampler("logu", spec.diffusion.sigma_min, spec.diffusion.sigma_max, weight)
+    sampler = build_noise_sampler(spec, weight)  # pi-tv's one target, whatever the sampler
     options = dict(task.cfg["metrics"]["pi-tv"])
     metric = LearnedDensityTV(options, torch.device("cpu"), cache_dir())
     metric.bind(task.distribution, spec.diffusion.sigma_min, spec.diffusion.sigma_max)
@@ -95,6 +95,12 @@ def main() -> None:
         w = weight(torch.from_numpy(np.exp(u_star))).numpy()
         axes[1].plot(np.exp(u_star), pi, color=line.get_color(), label=name)
         axes[2].plot(np.exp(u_star), pi * w, color=line.get_color(), label=name)
+    null = [r for r in read_jsonl(args.comparison / NULL_FILE) if r["metric"] == "kl-bound"]
+    if null:  # suite eval --null: what a network that learned nothing leaves, per σ
+        curve = null[-1]["extra"]["curve"]
+        sigma = np.asarray(curve["sigma"])
+        axes[0].plot(sigma, np.asarray(curve["excess"]) / sigma**2, "k:", lw=2, label=NULL_SAMPLER)
+        axes[0].legend(fontsize=7)
     w = weight(torch.from_numpy(np.exp(u_star))).numpy()
     axes[1].plot(np.exp(u_star), pi_star, "k--", lw=2, label="exact InfoNoise target π*")
     axes[2].plot(np.exp(u_star), pi_star * w, "k--", lw=2, label="π*·w")

@@ -44,7 +44,7 @@ def residuals_of(
     model, _ = opened.network(task, torch.device("cpu"))
     model.load_state_dict(opened.snapshot(nimg)["ema"])
     metric = next(m for m in task.metrics(torch.device("cpu"), cache_dir()) if isinstance(m, KLBound))
-    sigmas, weights = quadrature(int(metric.options["nodes"]), metric.sigma_min, metric.sigma_max)
+    sigmas, weights, _ = quadrature(int(metric.options["nodes"]), metric.sigma_min, metric.sigma_max)
     seed = int(metric.options.get("seed", 0))
     if draws is None:
         draws = NodeDraws(metric.distribution(), sigmas.tolist(), seed)

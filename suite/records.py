@@ -191,6 +191,10 @@ def created_mode(base: int = 0o666) -> int:
     return base & ~current_umask()
 
 
+NULL_FILE = "null-network.jsonl"  # a comparison folder's null-network rows (``suite eval --null``)
+NULL_SAMPLER = "null (F ≡ 0)"  # their sampler label: the run's network with raw output F ≡ 0
+
+
 def write_atomic(path: str | os.PathLike, data: bytes) -> None:
     """Replace ``path`` with ``data`` so that readers see the old or the new file, never a torn one; a link
     at ``path`` is replaced, not written through. The file gets the mode a plain ``open`` gives it

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -25,6 +26,13 @@ def step_generator(seed: int, nimg: int, device: torch.device) -> torch.Generato
     gen = torch.Generator(device=device)
     gen.manual_seed(step_seed(seed, nimg))
     return gen
+
+
+def seeded_generator(*entropy: int) -> torch.Generator:
+    """A CPU generator seeded by the tuple ``entropy`` through NumPy's ``SeedSequence`` (O'Neill's hash of
+    the whole tuple, so tuples that differ in any entry give unrelated streams, whatever their sizes)."""
+    state = np.random.SeedSequence(list(entropy)).generate_state(2, np.uint32)
+    return torch.Generator().manual_seed(int(state[0]) << 32 | int(state[1]))
 
 
 @functools.lru_cache(maxsize=2)

@@ -25,6 +25,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--guidance", type=float, default=None, help="classifier-free guidance scale (default: the budget's)"
     )
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:K or auto")
+    parser.add_argument(
+        "--null",
+        action="store_true",
+        help="score the null network (raw output F ≡ 0, so D = c_skip·x) on this run's protocol instead, "
+        "once for its comparison folder (written to null-network.jsonl there; the tables show it beside "
+        "every sampler)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,7 +42,16 @@ def run(args: argparse.Namespace) -> int:
         close = did_you_mean(args.grid, GRIDS)
         raise ValueError(f"unknown solver grid {args.grid!r}; {close}valid grids: {', '.join(GRIDS)}")
     from suite.lease import RunBusy
-    from suite.run.evaluation import rescore
+    from suite.run.evaluation import rescore, score_null
+
+    if args.null:
+        if args.metric or args.kimg is not None or args.grid != "karras" or args.steps or args.guidance:
+            raise ValueError(
+                "--null scores the run's own protocol with every metric; drop --metric, --kimg, --grid, "
+                "--steps and --guidance"
+            )
+        print(f"wrote {score_null(args.run_dir, args.device)}")
+        return 0
 
     try:
         rescore(args.run_dir, args.metric, args.kimg, args.grid, args.steps, args.device, args.guidance)

@@ -91,10 +91,15 @@ class Metric(ABC):
     ``task_keys`` names the task config keys whose values are the defaults of options of the same name
     (``root``: the task's data folder, where a metric may find its checkpoint); a key the task config does
     not set is left out.
+
+    ``scores_sampler`` says whether the metric scores the run's training-noise sampler
+    (``EvalInputs.sampler``) rather than the network or its samples: such a metric has no value for a
+    network scored without a run's sampler (the null network of ``suite eval --null``).
     """
 
     reads: ClassVar[str] = "reference"
     task_keys: ClassVar[tuple[str, ...]] = ()
+    scores_sampler: ClassVar[bool] = False
 
     @classmethod
     def problems(cls, options: Mapping[str, Any]) -> list[str]:

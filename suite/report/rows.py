@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from suite.names import unknown_name
+from suite.records import NULL_FILE, NULL_SAMPLER, read_jsonl
 from suite.registry import UnknownNameError
 from suite.report.results import GRID_LABELS, base_name, records_frame
 
@@ -194,6 +195,21 @@ def with_row_labels(df: pd.DataFrame) -> pd.DataFrame:
     keys = df[ROW_KEYS].drop_duplicates().reset_index(drop=True)
     keys["row"] = _row_labels(keys)
     return df.merge(keys, on=ROW_KEYS, how="left")
+
+
+def null_values(df: pd.DataFrame) -> dict[tuple[str, str, str, str], float]:
+    """(task, budget, comparison hash, metric) → the null network's value (``suite eval --null``), read from
+    the ``NULL_FILE`` of each comparison folder that holds runs of ``df``; none where no folder has one. The
+    null rows are scored on the runs' own protocol, so they stand beside own-protocol rows only."""
+    if df.empty:
+        return {}
+    found: dict[tuple[str, str, str, str], float] = {}
+    for folder in sorted({Path(run).parent.parent for run in df["run_dir"].dropna()}):
+        for row in read_jsonl(folder / NULL_FILE):
+            if row.get("sampler") == NULL_SAMPLER:
+                key = (str(row["task"]), str(row["budget"]), str(row["comparison_hash"]), str(row["metric"]))
+                found[key] = float(row["value"])
+    return found
 
 
 def format_value(x: float, scale: float | None = None) -> str:

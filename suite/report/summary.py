@@ -8,6 +8,9 @@ read by column name from the frames that compute them: ``suite.report.comparison
 difference and verdict), ``suite.report.time_to_target.time_to_target`` (kimg) and
 ``suite.report.table.comparison_stats`` (published value); columns those frames add are ignored.
 
+Where a comparison folder holds the null network's rows (``suite eval --null``: the run's network with raw
+output F ≡ 0), each block ends with a line for it: its one value, with no interval, difference or verdict.
+
 A fact shared by many cells is said once: every parenthesised remark inside a cell or a block title ("1 seed:
 no interval", a published value's protocol gap, a stand-in data set's description) becomes a reference
 ``[k]`` to the k-th numbered note below the blocks, and the captions of the full tables (``suite table
@@ -25,8 +28,9 @@ from typing import IO, TYPE_CHECKING
 
 import pandas as pd
 
+from suite.records import NULL_SAMPLER
 from suite.report.comparisons import statistics_table
-from suite.report.rows import format_value, metric_of
+from suite.report.rows import finished, format_value, metric_of, null_values
 from suite.report.table import comparison_stats
 from suite.report.time_to_target import time_to_target
 
@@ -187,6 +191,14 @@ def summary_blocks(
     kimg = time_to_target(df, budget, targets, declared)
     kimg = kimg.assign(metric=[metric_of(r) for _, r in kimg.iterrows()]) if not kimg.empty else kimg
     comp = comparison_stats(df, budget, published)
+    nulls = null_values(finished(df, budget))
+    null_of = {
+        (r["row"], r["budget"], metric_of(r)): nulls[
+            (r["task"], r["budget"], r["comparison_hash"], r["metric"])
+        ]
+        for _, r in comp.iterrows()
+        if r["protocol"] == "" and (r["task"], r["budget"], r["comparison_hash"], r["metric"]) in nulls
+    }
     comp = comp.assign(metric=[metric_of(r) for _, r in comp.iterrows()])
     result_of = kimg.set_index(keys)["result"].to_dict() if not kimg.empty else {}
     published_of = comp.set_index(keys)[["paper", "published_gap"]].to_dict("index")
@@ -224,6 +236,20 @@ def summary_blocks(
                     "published": "" if again else shown,
                     "verdict": short_verdict(str(line["verdict"]), sampler),
                     "_sampler": sampler,
+                }
+            )
+        if lines and (label, name, metric) in null_of:
+            lines.append(
+                {
+                    "sampler": NULL_SAMPLER,
+                    "seeds": "–",
+                    "final (95% CI)": format_value(null_of[(label, name, metric)]),
+                    "vs": "–",
+                    "− target (95% CI)": "–",
+                    "kimg to target": "–",
+                    "published": "–",
+                    "verdict": "no learning: D = c_skip·x (one evaluation)",
+                    "_sampler": NULL_SAMPLER,
                 }
             )
         if lines:

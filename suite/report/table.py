@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from suite.records import NULL_SAMPLER
 from suite.registry import UnknownNameError
 from suite.report.rendering import COMPARISON_CAPTION
 from suite.report.rows import (
@@ -24,6 +25,7 @@ from suite.report.rows import (
     format_value,
     load_published,
     metric_of,
+    null_values,
     published_gap,
     sampler_order,
     sort_rows,
@@ -125,7 +127,9 @@ def comparison_table(
 
     Columns: ``task`` (row label), ``budget``, ``metric`` (with its direction), ``NFE``, ``seeds``, then one
     column per sampler: LogU, Cos, FM, EDM, KG, KG uncorrected, InfoNoise, Laplace, Cauchy always, and any
-    other sampler label present (e.g. ``edm[p_mean=0.0]``). A published value stands beside the measured
+    other sampler label present (e.g. ``edm[p_mean=0.0]``), and last, where a comparison folder holds one,
+    the null network's value (``NULL_SAMPLER``: raw output F ≡ 0, one evaluation, so no ± and never best;
+    "–" in rows without one). A published value stands beside the measured
     one as "(paper x)", also where the sampler was not run ("– (paper x)"), when the row follows the
     published protocol; otherwise the cell names the difference, "(published x (50k samples); ours 128
     samples)", by the sampler's rows, or by the row's where the sampler was not run. A row re-scored on
@@ -134,6 +138,7 @@ def comparison_table(
     published = load_published() if published is None else published
     stats = comparison_stats(df, budget, published)
     samplers = sampler_order(list(PAPER_SAMPLERS + EXTRA_SAMPLERS) + stats["sampler"].tolist())
+    nulls = null_values(finished(df, budget))
     lines = []
     for _, part in stats.groupby(ROW_KEYS, sort=False, dropna=False):
         first = part.iloc[0]
@@ -160,8 +165,12 @@ def comparison_table(
                 line[sampler] = _cell(s["mean"], s["std"], bool(s["best"]), paper, s["published_gap"], flag)
             else:
                 line[sampler] = _cell(None, math.nan, False, paper, row_gap)
+        if nulls:
+            key = (first["task"], first["budget"], first["comparison_hash"], first["metric"])
+            null = nulls.get(key) if first["protocol"] == "" else None
+            line[NULL_SAMPLER] = "–" if null is None else format_value(null)
         lines.append(line)
-    columns = ["task", "budget", "metric", "NFE", "seeds", *samplers]
+    columns = ["task", "budget", "metric", "NFE", "seeds", *samplers, *([NULL_SAMPLER] if nulls else [])]
     return sort_rows(pd.DataFrame(lines, columns=columns))
 
 

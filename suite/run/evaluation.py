@@ -2,7 +2,10 @@
 
 Generation integrates the probability-flow ODE with the task's solver from latents x = σ_max·ε drawn from a
 generator seeded by ``LATENT_STREAM + budget.eval.seed`` (the same latents at every evaluation point, so
-curves compare like with like). The offset keeps the latents off the stream that initialises the network
+curves compare like with like); a task with ``eval_latents: per_seed`` seeds it by that number and the
+run's seed together (``suite.stream.seeded_generator``), so each seed of a study samples its own latent set
+and the spread of the latents enters the seed interval rather than an offset shared by every run. The
+offset keeps the latents off the stream that initialises the network
 (``torch.manual_seed(seed)``): with equal seeds the first latents would equal the first initial weights
 drawn, and a parameter that lives in data space (a token embedding table) would start aligned with them. A
 conditional task is sampled with the conditions of reference examples (a fixed random choice of the
@@ -24,6 +27,14 @@ window, one of DDSM's five sample sets) is scored that way at its final point; o
 it (FID) takes the best of several seed ranges there. Generated samples are decoded with their condition
 (``Task.decode_generated``), so a text continuation is scored with its prompt. The tables and figures keep
 rows of another protocol apart from the run's own (``suite.report.results``).
+
+The null network (``score_null``, ``suite eval --null``) is a run's network with its raw output F ≡ 0, so
+D = c_skip·x (EDM's preconditioning, ``suite.run.diffusion``): what a network that learned nothing scores.
+It is scored once per comparison folder, by the metrics that score a network or its samples (not those that
+score the run's sampler, ``Metric.scores_sampler``), on one run's evaluation protocol (its grid, steps,
+samples and latents), and its rows, labelled ``NULL_SAMPLER`` at kimg 0, are written to
+``<comparison folder>/NULL_FILE``, beside the runs and apart from them: the tables show it beside every
+sampler (``suite.report.rows.null_values``) and no comparison, interval or time to target counts it.
 
 A stop request (``suite.stopping``) abandons an evaluation between its generation batches, its metrics and
 their feature batches: :class:`suite.stopping.Interrupted` is raised and no row is returned. A metric value
@@ -47,13 +58,22 @@ from suite.lease import Lease
 from suite.metrics import EvalInputs, Metric
 from suite.noise.sampler import NoiseSampler
 from suite.paths import cache_dir
-from suite.records import RunDirectory, append_jsonl, evaluation_row, write_atomic
+from suite.records import (
+    NULL_FILE,
+    NULL_SAMPLER,
+    RunDirectory,
+    append_jsonl,
+    evaluation_row,
+    write_atomic,
+    write_jsonl,
+)
 from suite.run.assembly import build_parts, build_task
 from suite.run.distributed import init_distributed
 from suite.run.grids import build_grid
 from suite.run.solvers import SOLVERS, guided, nfe
 from suite.run.spec import RunSpec, SpecError, guidance_problem, run_spec
 from suite.stopping import check
+from suite.stream import seeded_generator
 from suite.task import Batch, Task, TaskData
 from suite.watch import PREVIEW, progress, save_samples
 
@@ -66,6 +86,16 @@ def fixed_choice(n_total: int, n: int, seed: int) -> Tensor:
     """n indices of a fixed random permutation of range(n_total), cycling when n > n_total."""
     order = torch.randperm(n_total, generator=torch.Generator().manual_seed(seed))
     return order.repeat((n + n_total - 1) // n_total)[:n]
+
+
+def latent_generator(seed: int, run_seed: int, latents: str = "shared") -> torch.Generator:
+    """The generator of the latents of generation seed ``seed``: seeded by ``LATENT_STREAM + seed`` alone
+    (``shared``: every run the same) or with ``run_seed`` too (``per_seed``, module docstring)."""
+    if latents == "shared":
+        return torch.Generator().manual_seed(LATENT_STREAM + seed)
+    if latents == "per_seed":
+        return seeded_generator(LATENT_STREAM + seed, run_seed)
+    raise ValueError(f"latents={latents!r}; valid: shared, per_seed")
 
 
 class Generation:
@@ -99,7 +129,7 @@ class Generation:
         (default ``budget.eval.precision``; bf16 is autocast around the network, the solver stays in
         float64)."""
         ev, d = self.spec.budget.eval, self.spec.diffusion
-        gen = torch.Generator().manual_seed(LATENT_STREAM + (ev.seed if seed is None else seed))
+        gen = latent_generator(ev.seed if seed is None else seed, self.spec.seed, ev.latents)
         chosen = conditions
         if self.conditional and chosen is None:
             chosen = fixed_choice(len(self.data.reference), n, CONDITION_SEED)
@@ -481,6 +511,39 @@ def rescore(
         with Lease(folder.path):  # one writer per run folder: refused while a launch trains it
             append_jsonl(folder.records, new_rows)
     return new_rows
+
+
+def null_network(model: nn.Module) -> nn.Module:
+    """``model`` (a run's preconditioned denoiser) with every parameter zero, in place: its raw network
+    outputs F ≡ 0 (every layer's weight and bias are zero, so the read-out is), so D = c_skip·x."""
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.zero_()
+    return model
+
+
+def score_null(run_dir: str | Path, device: str = "auto") -> Path:
+    """Score the null network (module docstring) on the protocol of the run in ``run_dir`` and write its rows
+    to the comparison folder's ``NULL_FILE`` (replacing an earlier one); returns that file."""
+    opened = open_run(run_dir, None, device)
+    spec = opened.spec
+    task = build_task(spec)
+    ctx = init_distributed(device)
+    data = task.load()
+    model, _ = opened.network(task, ctx.device)
+    evaluator = Evaluator(spec, task, data, ctx.device)
+    names = [m.spec.name for m in evaluator.metrics if not m.scores_sampler]
+    if not names:
+        raise ValueError(f"task {spec.task}'s metrics all score the run's sampler; the null network has none")
+    null_network(model)
+    rows = []
+    for name in names:
+        for row in evaluator.evaluate(model, 0, 0.0, False, only=name):
+            rows.append(row | {"sampler": NULL_SAMPLER})
+            print(f"{spec.task} null network {name}: {row['value']:.6g}")
+    path = Path(run_dir).resolve().parent.parent / NULL_FILE
+    write_jsonl(path, rows)
+    return path
 
 
 def write_samples(

@@ -24,6 +24,7 @@ from suite.watch import WATCHERS
 
 PRECISIONS = ("fp32", "bf16")
 FINAL_EVALS = ("budget", "per_reference")
+EVAL_LATENTS = ("shared", "per_seed")  # task.eval_latents: one latent set for every run, or one per run seed
 SWITCHES = ("auto", "true", "false")  # budget.compile: auto = on CUDA, off on the CPU
 
 
@@ -53,6 +54,10 @@ class EvalSpec:
     # sets of such samples at a per_reference final point; each metric's value is their mean, with its
     # standard error (DDSM: 5 sets per test window)
     final_sets: int = 1
+    # the task's ``eval_latents``: ``shared``, every run generates from the latents of ``seed`` (common random
+    # numbers across runs); ``per_seed``, from those of (``seed``, the run's seed), so the seeds of a sampler
+    # sample different latent sets and the latents' spread enters the seed interval
+    latents: str = "shared"
 
 
 @dataclass(frozen=True)
@@ -323,6 +328,11 @@ def read_spec(cfg: DictConfig) -> tuple[RunSpec, list[str]]:
         bad_task.append(f"task.final_eval={final_eval!r}: valid: {', '.join(FINAL_EVALS)}")
     elif final_eval == "per_reference":
         budget = replace(budget, eval=replace(budget.eval, per_reference_final=True))
+    latents = cfg.task.get("eval_latents", "shared")
+    if latents not in EVAL_LATENTS:
+        bad_task.append(f"task.eval_latents={latents!r}: valid: {', '.join(EVAL_LATENTS)}")
+    else:
+        budget = replace(budget, eval=replace(budget.eval, latents=str(latents)))
     spec = RunSpec(
         config=cfg,
         task=str(cfg.task.name),
