@@ -29,6 +29,7 @@ from suite.config import (
     group_options,
     to_dict,
 )
+from suite.metrics import switch_problems
 from suite.names import path_name, unknown_name
 from suite.noise.sampler import SAMPLERS
 from suite.records import RunDirectory, read_json
@@ -178,6 +179,9 @@ def run_problems(cfg: DictConfig, networks: set[str] | None = None) -> list[str]
         build_noise_sampler(spec, build_loss_weight(spec))
     except (ValueError, TypeError, KeyError) as err:
         problems.append(f"sampler {spec.sampler.name}: {err}")
+    for group in ("metrics", "fallback_metrics"):
+        for name, options in (spec.task_cfg.get(group) or {}).items():
+            problems.extend(switch_problems(f"task.{group}.{name}", options))
     key = json.dumps([to_dict(spec.task_cfg), spec.budget.size], sort_keys=True, default=str)
     if networks is None or key not in networks:
         try:

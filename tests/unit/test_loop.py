@@ -80,7 +80,7 @@ def test_each_evaluation_point_is_checkpointed_before_it_is_evaluated_and_ticks_
     ticks = [e for e in seen if isinstance(e, Ticked)]
     assert read_jsonl(whole.dir.stats) == [stats_row(tick) for tick in ticks]
     assert [tick.evaluations_left for tick in ticks] == [1, 0]
-    assert whole.dir.info()["status"] == "done"
+    assert whole.dir.info()["status"] == "done" and whole.dir.info()["trust_pickle"] is False
 
 
 def test_a_stop_after_a_step_checkpoints_there_and_the_rerun_records_what_an_uninterrupted_run_does(
