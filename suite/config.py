@@ -216,7 +216,7 @@ def apply_size(cfg: DictConfig, overrides: list[str]) -> None:
         cfg.task.network = entry.network
         for group in ("task", "budget"):
             part = entry.get(group)
-            values = _flatten(OmegaConf.to_container(part, resolve=True)) if part else {}  # type: ignore[arg-type]
+            values = flatten(OmegaConf.to_container(part, resolve=True)) if part else {}  # type: ignore[arg-type]
             for key, value in values.items():
                 if key.split(".")[0] in ("network", "sizes") or (
                     OmegaConf.select(cfg[group], key, default=_MISSING) is _MISSING
@@ -230,11 +230,12 @@ def apply_size(cfg: DictConfig, overrides: list[str]) -> None:
         del cfg.task["sizes"]
 
 
-def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts as dotted keys → leaf values (lists kept whole)."""
     flat: dict[str, Any] = {}
     for key, value in tree.items():
         if isinstance(value, dict):
-            flat |= _flatten(value, f"{prefix}{key}.")
+            flat |= flatten(value, f"{prefix}{key}.")
         else:
             flat[f"{prefix}{key}"] = value
     return flat

@@ -28,6 +28,11 @@ gives the budget (``budget.kimg``, ``batch``, ``eval_points``), a metric without
 budget's evaluation points (``suite.run.schedule.evaluation_points``) or stats that stop before the budget's
 last processed example.
 
+Diverged. A ``done`` run whose stats.jsonl holds a loss that is not finite or above
+``suite.records.DIVERGED_LOSS`` (recorded before such a run failed) has the status ``diverged``
+(:attr:`RunRecord.diverged` says where): ``suite status`` shows it so, and the tables, which keep ``done``
+runs only, leave it out.
+
 One view of a run folder, :class:`RunRecord`, serves every reader: its run.json, config.yaml, run spec,
 evaluation rows, stats, sampler log and sampler label, each read once and only when asked for.
 """
@@ -50,6 +55,7 @@ from suite.records import (
     JsonlContent,
     LinkedRunFile,
     RunDirectory,
+    diverged,
     scan_jsonl,
 )
 from suite.run.schedule import evaluation_points
@@ -71,6 +77,7 @@ RUN_COLUMNS = (
 FLAG_COLUMNS = ("higher_is_better", "stand_in_data", "substitute_metric", "paper_metric")
 EVIDENCE_MARKER = "EVIDENCE"
 DAMAGED = "run.json damaged"
+DIVERGED = "diverged"
 GRID_LABELS = {"karras": "Karras", "infogrid": "InfoGrid", "infogrid-rescaled": "InfoGrid rescaled"}
 
 
@@ -118,8 +125,21 @@ class RunRecord:
     @property
     def status(self) -> str:
         """run.json's status; "unknown" without one; ``DAMAGED`` for a damaged one, which ``suite status``
-        shows as such and the tables leave out (never a target)."""
-        return DAMAGED if self.damaged else str(self.info.get("status", "unknown"))
+        shows as such and the tables leave out (never a target); ``DIVERGED`` for a ``done`` run whose
+        stats hold a diverged loss (:attr:`diverged`), which the tables leave out too."""
+        if self.damaged:
+            return DAMAGED
+        status = str(self.info.get("status", "unknown"))
+        return DIVERGED if status == "done" and self.diverged else status
+
+    @functools.cached_property
+    def diverged(self) -> str:
+        """Where the training stats hold a loss that is not finite or above ``suite.records.DIVERGED_LOSS``
+        (a run recorded ``done`` before divergence failed a run), or ''."""
+        for row in self.stats():
+            if diverged(row.get("loss")):
+                return f"stats.jsonl: loss {row.get('loss')} at kimg {row.get('kimg')}: the run diverged"
+        return ""
 
     @property
     def label(self) -> str:

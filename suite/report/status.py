@@ -37,7 +37,7 @@ import pandas as pd
 
 from suite.launch.cluster import read_submission, slurm_command
 from suite.lease import Holder, LeaseFile, judge, read_lease, stale_limit
-from suite.report.results import DAMAGED, RunRecord, find_runs
+from suite.report.results import DAMAGED, DIVERGED, RunRecord, find_runs
 from suite.watch import format_eta
 
 # SLURM states of jobs that are over (the others are queued, running or on their way to run again).
@@ -231,6 +231,8 @@ def collect(results: str | Path) -> pd.DataFrame:
             )
         elif status == DAMAGED:
             error = "not a JSON object; re-run the launch command to resume the run and record it again"
+        elif status == "done" and run.diverged:
+            status, error = DIVERGED, run.diverged
         elif status == "done" and run.records_incomplete:
             status, error = "done, records incomplete", run.records_incomplete
         rows.append(
