@@ -19,6 +19,7 @@ from omegaconf import OmegaConf
 
 from suite.config import (
     comparison_config,
+    from_resolved,
 )
 from suite.exits import EXIT_BUSY, EXIT_DONE, EXIT_FAILED, EXIT_INTERRUPTED
 from suite.launch.plan import PlannedRun
@@ -31,7 +32,7 @@ from suite.stopping import Interrupted, check
 def launch_run(cfg_dict: dict[str, Any], run_dir: str) -> tuple[str, str]:
     """Execute one run from a plain config dict; returns its outcome (``done``, ``done already``, ``busy``
     or ``lease lost``) and, for the last two, the line that says why. Failures raise."""
-    cfg = OmegaConf.create(cfg_dict)
+    cfg = from_resolved(cfg_dict)
     folder = Path(run_dir)
     marker = folder.parent.parent / "comparison.json"
     if not marker.is_file():

@@ -27,6 +27,7 @@ from suite.config import (
     config_hash,
     expand_sweeps,
     group_options,
+    literal,
     to_dict,
 )
 from suite.metrics import switch_problems
@@ -137,7 +138,7 @@ def plan_runs(
         for sampler in resolve_samplers(samplers):
             for cfg in compose_seeds(task, sampler, budget, sweep, list(seed_list)):
                 check(f"while planning {task}")  # a stop request ends a long planning too
-                cfg.results = str(results)  # a path, not an override: any character may be in it
+                cfg.results = literal(str(results))  # a path, not an override: any character may be in it
                 spec = read_spec(cfg)[0]
                 runs.append(PlannedRun(cfg, run_folder(results, spec)))
     check_comparisons(runs)

@@ -118,3 +118,43 @@ def test_a_huge_seed_range_in_a_study_is_refused_at_once(tmp_path, capsys):
     study.write_text(json.dumps(fields))
     assert main(["run", "--study", str(study), "--results", str(tmp_path / "r"), "--dry-run"]) == 2
     assert f"{study}: seeds '0-10000000' names 10000001 seeds; at most" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("override", ["results=/tmp/elsewhere", "+results=/tmp/elsewhere", "seed=3"])
+def test_a_study_override_choosing_the_results_folder_or_the_seed_is_refused_in_words(
+    tmp_path, capsys, override
+):
+    study = tmp_path / "s.yaml"
+    fields = {"name": "s", "budget": "smoke", "seeds": 1, "tasks": ["ring2d"], "samplers": ["edm"]}
+    study.write_text(json.dumps(fields | {"overrides": [override]}))
+    assert main(["run", "--study", str(study), "--results", str(tmp_path / "r"), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {study}: overrides: {override!r} is not a study override: ")
+    chooser = "suite run --results DIR chooses" if "results" in override else "the study's seeds: key"
+    assert chooser in err and not (tmp_path / "r").exists()
+
+
+def test_a_results_folder_holding_an_interpolation_sign_is_a_path_through_run_status_and_table(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("SUITE_CACHE", str(tmp_path / "cache"))
+    results = tmp_path / "${oc.env:HOME}" / "${x}"
+    small = ["device=cpu", "budget.kimg=0.128", "budget.eval_points=1"]
+    argv = ["--results", str(results)]
+    assert main(["run", "--task", "ring2d", "--sampler", "edm", *argv, *small]) == 0
+    (run,) = results.glob("runs/*/edm/seed0")
+    assert json.loads((run / "run.json").read_text())["status"] == "done"
+    capsys.readouterr()
+    assert main(["status", *argv]) == 0 and "1 run(s): 1 done" in capsys.readouterr().out
+    assert main(["table", *argv]) == 0 and "ring2d · smoke · kl-bound" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["run", "profile"])
+def test_an_override_without_an_equals_sign_is_answered_in_words(tmp_path, capsys, command):
+    argv = [command, "--task", "ring2d", "--results", str(tmp_path), "budget.kimg"]
+    assert main([*argv, "--dry-run"] if command == "run" else argv) == 2
+    assert capsys.readouterr().err == (
+        "error: the override 'budget.kimg' is not key=value (Hydra: missing EQUAL at '<EOF>'); write "
+        "KEY=VALUE (e.g. budget.kimg=12.8), +KEY=VALUE to add a key, ~KEY to remove one, or quote a value "
+        "holding spaces\n"
+    )
