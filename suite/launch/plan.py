@@ -105,14 +105,21 @@ def comparison_dir(results: str | Path, spec: RunSpec) -> Path:
 def run_folder(results: str | Path, spec: RunSpec) -> Path:
     """The run folder of ``spec`` under ``results``; ValueError naming the value when a name that enters it
     (task, budget, sampler label: ``suite.names.path_name``) could lead elsewhere, or it resolves (links
-    followed) outside ``results``."""
+    followed) outside ``results/runs``, itself resolved.
+
+    Links. ``results`` and ``results/runs`` may be symbolic links (a cluster's runs on another disk): the
+    run folder must lie in the folder ``runs`` resolves to. A link below ``runs`` (a comparison, sampler or
+    seed folder) that leads elsewhere is refused, since the run's writes and clean-ups would land there."""
     path_name("task.name", spec.task)
     path_name("budget.name", spec.budget.name)
     path_name("sampler label", spec.sampler.label)
     folder = comparison_dir(results, spec) / spec.sampler.label / f"seed{spec.seed}"
-    top = Path(results).resolve()
+    top = (Path(results) / "runs").resolve()
     if not folder.resolve().is_relative_to(top):
-        raise ValueError(f"the run folder {folder} resolves to {folder.resolve()}, outside {top}; refusing")
+        raise ValueError(
+            f"the run folder {folder} resolves to {folder.resolve()}, outside {top} (where "
+            f"{Path(results) / 'runs'} leads); a link below runs/ may not lead a run elsewhere; refusing"
+        )
     return folder
 
 

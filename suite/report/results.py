@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -256,11 +257,25 @@ def evidence_origins(root: str | Path, origins: set[str]) -> set[str]:
 
 
 def find_runs(results: str | Path) -> list[RunRecord]:
-    """Every run directory under ``results``, sorted by path."""
+    """Every run directory under ``results``, sorted by path. Symbolic links to folders are followed down
+    to each ``runs`` folder (``results`` or ``results/runs`` on another disk), each folder once; below a
+    ``runs`` folder none is, as ``suite run`` refuses a run folder that a link leads out of its ``runs``
+    (``suite.launch.plan.run_folder``)."""
     root = Path(results)
     if not root.is_dir():
         return []
-    folders = {p.parent for name in RUN_FILES for p in root.rglob(name)}
+    folders, seen = set(), set()
+    for current, subfolders, files in os.walk(root, followlinks=True):
+        here = Path(current)
+        seen.add(os.path.realpath(here))
+        below_runs = "runs" in here.relative_to(root).parts
+        subfolders[:] = [
+            name
+            for name in subfolders
+            if not (below_runs and os.path.islink(here / name)) and os.path.realpath(here / name) not in seen
+        ]
+        if any(name in files for name in RUN_FILES):
+            folders.add(here)
     return [RunRecord(folder, origin_of(root, folder)) for folder in sorted(folders)]
 
 

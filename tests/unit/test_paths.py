@@ -15,6 +15,7 @@ from suite.cli import main
 from suite.launch.plan import plan_runs
 from suite.launch.study import load_study
 from suite.names import path_name
+from suite.report.results import find_runs
 from suite.run.seeds import MAX_SEED, MAX_SEEDS, parse_seeds
 from tests.helpers import fid_extractor  # noqa: F401  (registers "rand-test", which TINY names)
 
@@ -50,15 +51,38 @@ def test_every_name_that_enters_a_run_folder_is_checked_before_anything_is_writt
     assert every_file(tmp_path) == []
 
 
-def test_a_run_folder_reached_through_a_link_out_of_the_results_folder_is_refused(tmp_path):
+def test_a_link_below_runs_leading_a_run_folder_out_of_its_results_is_refused(tmp_path):
+    (planned,) = plan_runs("bfashion", "edm", "smoke", 1, tmp_path / "probe")
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     results = tmp_path / "results"
-    results.mkdir()
-    (results / "runs").symlink_to(outside)
-    with pytest.raises(ValueError, match=rf"resolves to {outside}/bfashion-smoke-\w+/edm/seed0, outside"):
+    comparison = results / "runs" / planned.run_dir.parent.parent.name
+    comparison.parent.mkdir(parents=True)
+    comparison.symlink_to(outside)
+    where = rf"resolves to {outside}/edm/seed0, outside {results.resolve()}/runs"
+    with pytest.raises(ValueError, match=where):
         plan_runs("bfashion", "edm", "smoke", 1, results)
     assert list(outside.iterdir()) == []
+    (outside / "edm" / "seed0").mkdir(parents=True)
+    (outside / "edm" / "seed0" / "run.json").write_text('{"status": "done"}')
+    assert find_runs(results) == []  # status and table read no run a link leads out of runs/
+
+
+def test_a_runs_folder_linked_to_another_disk_works_for_run_status_and_table(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SUITE_CACHE", str(tmp_path / "cache"))
+    disk = tmp_path / "other-disk" / "runs"
+    disk.mkdir(parents=True)
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "runs").symlink_to(disk)
+    small = ["device=cpu", "budget.kimg=0.128", "budget.eval_points=1"]
+    assert main(["run", "--task", "ring2d", "--sampler", "edm", "--results", str(results), *small]) == 0
+    (run,) = disk.glob("*/edm/seed0")
+    assert json.loads((run / "run.json").read_text())["status"] == "done"
+    capsys.readouterr()
+    assert main(["status", "--results", str(results)]) == 0 and "1 run(s): 1 done" in capsys.readouterr().out
+    assert main(["table", "--results", str(results)]) == 0
+    assert "ring2d · smoke · kl-bound" in capsys.readouterr().out
 
 
 def test_a_budget_name_climbing_out_in_a_study_override_is_refused_before_anything_is_written(
