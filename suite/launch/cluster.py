@@ -8,6 +8,7 @@ submits and runs the jobs."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -169,6 +170,26 @@ def load_profile(name: str = DEFAULT_PROFILE) -> Profile:
         setup=tuple(setup),
         sbatch=dict(sbatch),
     )
+
+
+def sbatch_problem() -> str | None:
+    """Why jobs cannot be submitted from this machine, or None: no ``sbatch`` on its PATH, or no SLURM
+    controller answering ``scontrol ping``."""
+    fixes = (
+        "submit from a SLURM login node, add --dry-run to print the job arrays, or drop --launcher slurm to "
+        "train here"
+    )
+    if not shutil.which("sbatch"):
+        return (
+            "--launcher slurm: this machine has no sbatch on its PATH (SLURM's commands are not installed or "
+            f"not loaded); {fixes}"
+        )
+    ping = slurm_command("scontrol", "ping", timeout=30)
+    if ping is None or ping.returncode != 0:
+        lines = (ping.stderr or ping.stdout).strip().splitlines() if ping else ["no answer in 30 s"]
+        said = lines[-1] if lines else f"exit status {ping.returncode if ping else '?'}"
+        return f"--launcher slurm: no SLURM controller answers `scontrol ping` here ({said}); {fixes}"
+    return None
 
 
 def slurm_command(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str] | None:

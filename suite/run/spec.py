@@ -25,6 +25,7 @@ from suite.watch import WATCHERS
 PRECISIONS = ("fp32", "bf16")
 FINAL_EVALS = ("budget", "per_reference")
 SWITCHES = ("auto", "true", "false")  # budget.compile: auto = on CUDA, off on the CPU
+DEVICES = ("auto", "cpu", "cuda")  # device=: auto = cuda where torch sees one, else cpu
 
 
 class SpecError(ValueError):
@@ -358,6 +359,8 @@ def read_spec(cfg: DictConfig) -> tuple[RunSpec, list[str]]:
     )
     guided = guidance_problem(budget.eval.guidance, diffusion.cond_dropout)
     problems = [*bad_budget, *bad_task, *bad_watch, *([guided] if guided else [])]
+    if spec.device not in DEVICES:
+        problems.append(f"device={spec.device!r}: valid: {', '.join(DEVICES)}")
     return spec, [*problems, *non_finite_problems(cfg, problems)]
 
 
