@@ -15,8 +15,8 @@ and evaluates that point again first.
 A mean loss that is NaN, ±inf or above ``suite.records.DIVERGED_LOSS``, read at each tick and each
 checkpoint (so before each evaluation), ends the run with :class:`Diverged` before anything after it is
 recorded (no stats row, checkpoint or evaluation): the run fails, naming the tick and the likely cause. So
-does a metric value that is not finite at an evaluation point (the last step's update can break the network
-after its loss was read).
+does a metric value that is not finite at an evaluation point when the network's loss, probed there, has
+diverged (the last step's update can break the network after its loss was read).
 
 Stop requests (``suite.stopping``) are read after every step: the run checkpoints, its status becomes
 "interrupted" and :class:`suite.stopping.Interrupted` is raised. With several ranks the request is agreed on
@@ -114,11 +114,16 @@ class Loop:
 
     def evaluate(self) -> None:
         """Evaluate at ``nimg``; a stop request during it abandons it and stops the run. A metric that is not
-        a finite number there is taken as a divergence of the training (:class:`Diverged`)."""
+        a finite number there is a divergence (:class:`Diverged`) when the network's loss says so
+        (``Step.probe_loss``); otherwise its own error."""
         try:
             abandoned = self.evaluations.evaluate()
-        except InvalidMetricValue as err:
-            raise Diverged(f"{err}, so the trained network gives non-finite samples", self.budget) from err
+        except InvalidMetricValue as err:  # a diverged network, or something else (a damaged cache)
+            loss = self.step.step.probe_loss()
+            if not diverged(loss):
+                raise
+            where = f"{err}; the network's loss is {loss:.4g} per example at kimg {self.state.nimg / 1000:g}"
+            raise Diverged(where, self.budget) from err
         if abandoned:
             self.interrupt(f"during the evaluation at kimg {self.state.nimg / 1000}, which is abandoned")
 

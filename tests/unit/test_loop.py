@@ -128,3 +128,22 @@ def test_a_typo_learning_rate_fails_the_run_as_diverged_naming_the_tick_and_the_
     assert not (run_json.parent / "records.jsonl").exists() and not (run_json.parent / "stats.jsonl").exists()
     assert main(["table", "--results", str(results)]) == 1
     assert "error: no records under" in capsys.readouterr().err
+
+
+def test_a_network_broken_by_the_last_step_before_an_evaluation_fails_as_diverged(
+    tmp_path, capsys, monkeypatch
+):
+    """The update after the last loss read breaks the network: its metric is NaN at the evaluation point,
+    and the loss probed there names the divergence (a NaN metric of a sound network keeps its own error)."""
+    monkeypatch.setenv("SUITE_CACHE", str(tmp_path / "cache"))
+    results = tmp_path / "results"
+    argv = ["run", "--task", "ring2d", "--sampler", "edm", "--budget", "smoke", "--results", str(results)]
+    assert main([*argv, "device=cpu", "budget.lr=2e3", "budget.kimg=0.256", "budget.eval_points=2"]) == 1
+    (run_json,) = results.glob("runs/*/edm/seed0/run.json")
+    error = read_json(run_json)["error"]
+    assert (
+        error.startswith("Diverged: ")
+        and " is nan, not a finite number; the evaluation wrote no row; " in error
+    )
+    assert "; the network's loss is " in error and " per example at kimg 0.256: the run diverged; " in error
+    assert [row["kimg"] for row in read_jsonl(run_json.parent / "records.jsonl")] == [0.128] * 4
