@@ -10,6 +10,7 @@ stopped it (the runs after it are not started)."""
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import traceback
 from pathlib import Path
@@ -88,7 +89,8 @@ def final_values(run_dir: Path) -> str:
 
 
 def next_step(code: int, results: str) -> str:
-    """What to run after a launch that ended with ``code``."""
+    """What to run after a launch that ended with ``code`` (the results folder quoted for the shell)."""
+    results = shlex.quote(results)
     return {
         EXIT_DONE: f"next: suite table --results {results}  (figures: suite plot, report: suite report)",
         EXIT_FAILED: "next: fix the error printed above, then re-run the same command: done runs are skipped",

@@ -166,6 +166,7 @@ def test_a_results_folder_holding_an_interpolation_sign_is_a_path_through_run_st
     small = ["device=cpu", "budget.kimg=0.128", "budget.eval_points=1"]
     argv = ["--results", str(results)]
     assert main(["run", "--task", "ring2d", "--sampler", "edm", *argv, *small]) == 0
+    assert f"next: suite table --results '{results}'  (figures" in capsys.readouterr().out  # quoted
     (run,) = results.glob("runs/*/edm/seed0")
     assert json.loads((run / "run.json").read_text())["status"] == "done"
     capsys.readouterr()
