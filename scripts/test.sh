@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test command: install (idempotent) with the optional live loggers, lint and format check, then the
+# The test command: install (idempotent; scripts/install.sh, the live loggers included), lint and format check, then the
 # test tiers, each a folder of tests/, in this order:
 #   unit         in-process, no subprocess that imports torch (what a bare `pytest` runs)
 #   integration  the installed `suite` and torch in subprocesses: faults and resume, packing, studies, plugins
@@ -27,9 +27,7 @@ while [ $# -gt 0 ]; do
 done
 [ ${#tiers[@]} -gt 0 ] || tiers=(unit integration cluster gpu)
 
-bash scripts/install.sh
-# The optional live loggers (watch: [tensorboard, wandb]) that the tests exercise; not part of the install.
-.venv/bin/pip install -q --disable-pip-version-check -r requirements-watch.txt
+bash scripts/install.sh  # the live loggers the tests exercise (requirements-watch.txt) included
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 

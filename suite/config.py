@@ -29,6 +29,8 @@ from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
+from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from suite.names import unknown_name
@@ -126,9 +128,26 @@ def _composed(overrides: tuple[str, ...], files: tuple[tuple[str, int, int], ...
         return compose(config_name="config", overrides=list(overrides))
 
 
+def parse_overrides(overrides: Sequence[str]) -> list[Override]:
+    """Hydra's parse of ``key=value`` overrides; ValueError naming the first that is not one, in words
+    (Hydra's own message is an OverrideParseException and a grammar error)."""
+    parser, parsed = OverridesParser.create(), []
+    for item in overrides:
+        try:
+            parsed += parser.parse_overrides([item])
+        except HydraException as err:
+            lines = [line for line in str(err).strip().splitlines()[1:] if not line.startswith("See ")]
+            why = f" (Hydra: {'; '.join(lines)})" if lines else ""
+            raise ValueError(
+                f"the override {item!r} is not key=value{why}; write KEY=VALUE (e.g. budget.kimg=12.8), "
+                "+KEY=VALUE to add a key, ~KEY to remove one, or quote a value holding spaces"
+            ) from None
+    return parsed
+
+
 def _check_keys(base: DictConfig, overrides: list[str]) -> None:
     """Refuse overrides of keys that do not exist, naming the valid keys at that level."""
-    for item in OverridesParser.create().parse_overrides(overrides):
+    for item in parse_overrides(overrides):
         if item.is_add() or item.key_or_group in GROUPS:
             continue
         parts = item.key_or_group.split(".")
@@ -172,7 +191,7 @@ def compose_seeds(
     choices = [f"task={task}", f"sampler={sampler}", f"budget={budget}"]
     base = _compose(choices)
     overrides = list(overrides or [])
-    given = {item.key_or_group: item for item in OverridesParser.create().parse_overrides(overrides)}
+    given = {item.key_or_group: item for item in parse_overrides(overrides)}
     size = given["budget.size"].value() if "budget.size" in given else base.budget.size
     overrides = _network_overrides(overrides, str(size))
     _check_keys(base, overrides)
@@ -211,12 +230,12 @@ def apply_size(cfg: DictConfig, overrides: list[str]) -> None:
             f"task {name}: task.sizes.{size} holds {', '.join(unknown) or 'no network'}; "
             f"an entry holds network (required), task and budget"
         )
-    given = {item.key_or_group for item in OverridesParser.create().parse_overrides(overrides)}
+    given = {item.key_or_group for item in parse_overrides(overrides)}
     with open_dict(cfg):
         cfg.task.network = entry.network
         for group in ("task", "budget"):
             part = entry.get(group)
-            values = _flatten(OmegaConf.to_container(part, resolve=True)) if part else {}  # type: ignore[arg-type]
+            values = flatten(OmegaConf.to_container(part, resolve=True)) if part else {}  # type: ignore[arg-type]
             for key, value in values.items():
                 if key.split(".")[0] in ("network", "sizes") or (
                     OmegaConf.select(cfg[group], key, default=_MISSING) is _MISSING
@@ -230,11 +249,12 @@ def apply_size(cfg: DictConfig, overrides: list[str]) -> None:
         del cfg.task["sizes"]
 
 
-def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts as dotted keys → leaf values (lists kept whole)."""
     flat: dict[str, Any] = {}
     for key, value in tree.items():
         if isinstance(value, dict):
-            flat |= _flatten(value, f"{prefix}{key}.")
+            flat |= flatten(value, f"{prefix}{key}.")
         else:
             flat[f"{prefix}{key}"] = value
     return flat
@@ -245,7 +265,7 @@ _MISSING = object()
 
 def expand_sweeps(overrides: list[str]) -> list[list[str]]:
     """Every combination of the comma-list overrides, each as a list of plain ``key=value`` strings."""
-    parsed = OverridesParser.create().parse_overrides(overrides)
+    parsed = parse_overrides(overrides)
     choices = []
     for item in parsed:
         prefix = "+" if item.is_add() else ""
@@ -255,6 +275,28 @@ def expand_sweeps(overrides: list[str]) -> list[list[str]]:
         else:
             choices.append([f"{key}={item.get_value_element_as_str()}"])
     return [list(combo) for combo in itertools.product(*choices)] if choices else [[]]
+
+
+def literal(text: str) -> str:
+    """``text`` as an OmegaConf string value that is never read as an interpolation: ``${`` escaped, so a
+    path such as ``--results /data/${USER}`` stays the characters it is."""
+    return text.replace("${", "\\${")
+
+
+def from_resolved(tree: dict[str, Any]) -> DictConfig:
+    """The config of a resolved plain dict (``to_dict``'s, as launches hand runs to their processes): every
+    string is taken literally (``literal``), since whatever it held was resolved already."""
+
+    def escape(node: Any) -> Any:
+        if isinstance(node, str):
+            return literal(node)
+        if isinstance(node, dict):
+            return {key: escape(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [escape(value) for value in node]
+        return node
+
+    return OmegaConf.create(escape(tree))
 
 
 def to_dict(cfg: DictConfig) -> dict[str, Any]:

@@ -1,12 +1,13 @@
-"""Where ``suite samples``, ``suite plot`` and ``suite report`` write when given ``--out``: never into a run
-folder, and never over a file they did not write, unless ``--force``.
+"""Where ``suite samples``, ``suite plot``, ``suite report`` and ``suite profile`` write when given
+``--out``: never into a run folder, and never over a file they did not write, unless ``--force``.
 
 A run folder (one holding ``run.json`` or ``config.yaml``, or any folder below one) belongs to the process
 that holds its lease; an ``--out`` folder there is refused in one line before anything is computed. In an
 ``--out`` folder, each of these commands records the names of the files it wrote in ``OUTPUTS_FILE``
 (atomically, after each file); a file found there that is not in that list was written by someone else, and
 is refused in one line naming it (``--force`` writes over it, and it is listed from then on). Without
-``--out`` the commands write their own folders (``RESULTS/figures``, ``RESULTS/REPORT.md``) as before.
+``--out`` the commands write their own folders (``RESULTS/figures``, ``RESULTS/REPORT.md``,
+``RESULTS/profiles``) as before.
 """
 
 from __future__ import annotations
@@ -54,8 +55,8 @@ class OutputFolder:
         key = path.resolve().relative_to(self.folder.resolve()).as_posix()
         if path.exists() and key not in self.written and not self.force:
             raise ValueError(
-                f"{path} exists and was not written by suite samples, plot or report; refusing to overwrite "
-                "it (--force overwrites it)"
+                f"{path} exists and was not written by suite samples, plot, report or profile; refusing to "
+                "overwrite it (--force overwrites it)"
             )
         self.written.add(key)
         self.folder.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,8 @@
 A run directory holds
   config.yaml     the resolved config
   run.json        status (pending/running/interrupted/done/failed), provenance, wall time, last error
-  stats.jsonl     one row per training tick
+  stats.jsonl     one row per training tick (a loss that is not finite, or above ``DIVERGED_LOSS``, is a
+                  divergence: the run fails there, and a ``done`` run whose stats hold one is never a result)
   sampler.jsonl   the sampler's density at every rebuild (once for fixed samplers)
   records.jsonl   tidy evaluation rows (one per run × evaluation point × metric × solver grid), one file
                   per run, in the schema of ``evaluation_row``; each row names its protocol: solver grid,
@@ -41,6 +42,7 @@ from __future__ import annotations
 import datetime as _dt
 import errno
 import json
+import math
 import os
 import platform
 import socket
@@ -60,6 +62,20 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = 2
 RUN_STATUSES = ("pending", "running", "interrupted", "done", "failed")
+# A mean training loss per example above this is a divergence: a weighted loss is O(1) per dimension at the
+# start of training and falls from there, and no task has 1e8 dimensions; a diverging run passes it within a
+# few steps (ring2d at lr=2e3: 300 at the first step, 1e22 at the third) and overflows float32 soon after.
+DIVERGED_LOSS = 1e12
+
+
+def diverged(loss: object) -> bool:
+    """Whether a mean training loss per example (a ``stats.jsonl`` row's ``loss``) says the run diverged:
+    a number that is NaN, ±inf or above ``DIVERGED_LOSS`` (anything else, e.g. no loss, says nothing)."""
+    if isinstance(loss, bool) or not isinstance(loss, (int, float)):
+        return False
+    return not math.isfinite(loss) or loss > DIVERGED_LOSS
+
+
 TRACKED_PACKAGES = (
     "torch",
     "torchvision",

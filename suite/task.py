@@ -270,10 +270,12 @@ class Task(ABC):
     def _metric_set(self, key: str) -> dict[str, dict[str, Any]]:
         """The config's metric mapping ``key`` (name → options), each metric's ``task_keys`` that the config
         sets added as option defaults."""
-        from suite.metrics import METRICS
+        from suite.metrics import METRICS, switch_problems
 
         chosen = {}
         for name, options in (self.cfg.get(key) or {}).items():
+            if problems := switch_problems(f"task.{key}.{name}", options):
+                raise ValueError("; ".join(problems))
             defaults = {
                 k: self.cfg.get(k) for k in METRICS.get(name).task_keys if self.cfg.get(k) is not None
             }

@@ -50,7 +50,15 @@ import torch
 from scipy.interpolate import BSpline
 from torch import Tensor, nn
 
-from suite.metrics import INFONOISE_TABLE, METRICS, EvalInputs, Metric, MetricSpec
+from suite.metrics import (
+    INFONOISE_TABLE,
+    METRICS,
+    TRUST_PICKLE_ENV,
+    EvalInputs,
+    Metric,
+    MetricSpec,
+    pickle_trusted,
+)
 from suite.metrics.features import FEATURIZERS, Featurizer, FrechetMetric
 from suite.stopping import check
 
@@ -219,18 +227,24 @@ def checkpoint_widths(state: Mapping[str, Tensor]) -> SeiWidths:
         raise ValueError(f"not a Sei state dict: it has no parameter {err}") from None
 
 
-def load_sei(path: str | Path, trust_pickle: bool = False) -> Sei:
+def load_sei(path: str | Path) -> Sei:
     """Sei with the weights of ``path`` (``best.sei.model.pth.tar`` as DDSM and Sei ship it); the widths are
-    read from the checkpoint, and every parameter must match a module of the same name and shape."""
+    read from the checkpoint, and every parameter must match a module of the same name and shape. The file
+    is read with ``torch.load(weights_only=True)``, which runs no code, unless ``$SUITE_TRUST_PICKLE`` is 1
+    (``suite.metrics.pickle_trusted``; no config can set it)."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise missing_sei_error(path)
+    trusted = pickle_trusted()
     try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=not trust_pickle)
+        checkpoint = torch.load(path, map_location="cpu", weights_only=not trusted)
     except Exception as err:
+        if trusted:
+            raise ValueError(f"cannot read {path} with torch.load: {err}") from err
         raise ValueError(
-            f"cannot read {path} with torch.load(weights_only=True): {err}. If you trust the file, set the "
-            "metric option trust_pickle: true"
+            f"cannot read {path} with torch.load(weights_only=True), which builds tensors only: {err}. "
+            f"If you trust the file, run the command with {TRUST_PICKLE_ENV}=1 in its environment to "
+            "unpickle it (it can run code; each run records it in run.json)"
         ) from err
     state = sei_state_dict(checkpoint)
     model = Sei(checkpoint_widths(state))
@@ -289,7 +303,6 @@ class SeiFeaturizer:
         width: str = "full",
         seed: int = 0,
         batch_size: int = 64,
-        trust_pickle: bool = False,
     ) -> None:
         with warnings.catch_warnings():  # selene_sdk imports pkg_resources, which warns of its deprecation
             warnings.simplefilter("ignore")
@@ -297,7 +310,7 @@ class SeiFeaturizer:
         if width not in WIDTHS:
             raise ValueError(f"unknown Sei width {width!r}; valid: {', '.join(WIDTHS)}")
         if checkpoint is not None:
-            sei = load_sei(checkpoint, trust_pickle)
+            sei = load_sei(checkpoint)
         else:
             sei = random_sei(WIDTHS[width], seed)
         self.widths = sei.widths
@@ -336,14 +349,13 @@ def featurizer(
     width: str = "full",
     seed: int = 0,
     batch_size: int = 64,
-    trust_pickle: bool = False,
 ) -> SeiFeaturizer:
     """A process-wide shared `SeiFeaturizer` per (device, checkpoint, width, seed): the 3.6 GB network is
     loaded once for all metrics that use it."""
     path = None if checkpoint is None else str(Path(checkpoint).expanduser().resolve())
     key = (str(torch.device(device)), path, width, int(seed))
     if key not in _FEATURIZERS:
-        _FEATURIZERS[key] = SeiFeaturizer(device, path, width, seed, batch_size, trust_pickle)
+        _FEATURIZERS[key] = SeiFeaturizer(device, path, width, seed, batch_size)
     return _FEATURIZERS[key]
 
 
@@ -383,7 +395,8 @@ def _check_sequences(samples: Any, what: str) -> None:
 @FEATURIZERS.register("sei")
 class ReleasedSeiFeatures(Featurizer):
     """The released Sei's strand-averaged outputs of base strings. Options: ``checkpoint`` (default
-    ``<root>/best.sei.model.pth.tar``), ``batch_size``, ``trust_pickle``."""
+    ``<root>/best.sei.model.pth.tar``) and ``batch_size``; a pickled checkpoint is read only under
+    ``$SUITE_TRUST_PICKLE=1`` (``load_sei``)."""
 
     layers = LAYERS
 
@@ -399,7 +412,6 @@ class ReleasedSeiFeatures(Featurizer):
             self.device,
             self.checkpoint,
             batch_size=int(self.options.get("batch_size", 64)),
-            trust_pickle=bool(self.options.get("trust_pickle", False)),
         )
         if sei.widths != WIDTHS["full"]:
             raise ValueError(
@@ -470,8 +482,9 @@ class RandomFeatureFD(FrechetMetric):
 
 @METRICS.register("sp-mse")
 class PromoterSeiMSE(Metric):
-    """DDSM's SP-MSE. Options: ``checkpoint`` and ``target_names`` (defaults under ``root``), ``batch_size``,
-    ``trust_pickle``. Needs ``EvalInputs.matched``: a conditional task (the task's ``conditional``)."""
+    """DDSM's SP-MSE. Options: ``checkpoint`` and ``target_names`` (defaults under ``root``) and
+    ``batch_size``; a pickled checkpoint is read only under ``$SUITE_TRUST_PICKLE=1``. Needs
+    ``EvalInputs.matched``: a conditional task (the task's ``conditional``)."""
 
     task_keys = ("root", "conditional")
 
@@ -510,7 +523,6 @@ class PromoterSeiMSE(Metric):
             self.device,
             self.checkpoint,
             batch_size=int(self.options.get("batch_size", 64)),
-            trust_pickle=bool(self.options.get("trust_pickle", False)),
         )
         if sei.dim["predictions"] != self.targets.size:
             raise ValueError(

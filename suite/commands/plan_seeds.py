@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from suite.commands import DEFAULT_RESULTS, TARGET_HELP
-from suite.names import probability
+from suite.names import positive_number, probability
 
 HELP = "seeds a stated difference to the target needs, from an upper bound of the spread"
 
@@ -16,9 +16,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", default=DEFAULT_RESULTS, help="results folder")
     parser.add_argument(
         "--difference",
-        type=float,
+        type=positive_number,
         required=True,
-        help="difference to detect, in the metric's units, stated before looking (never the measured one)",
+        help="difference to detect, > 0 in the metric's units (its size; the metric says which way is "
+        "better), stated before looking (never the measured one)",
     )
     parser.add_argument(
         "--power", type=probability, default=0.8, help="power of the paired t test, in (0, 1) (default 0.8)"

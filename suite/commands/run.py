@@ -96,6 +96,11 @@ def run(args: argparse.Namespace) -> int:
     flags = {"task": args.task, "sampler": args.sampler, "budget": args.budget, "results": args.results}
     chosen, overrides = group_flags(flags, overrides)
     request = launch_request(args, chosen["results"])
+    if request.launcher == "slurm" and not request.dry_run:  # before any planning
+        from suite.launch.cluster import sbatch_problem
+
+        if problem := sbatch_problem():
+            raise ValueError(problem)
     if args.study:  # a study's overrides may only say where things sit (its check refuses seed=, task= …)
         from suite.launch.study import run_study
 

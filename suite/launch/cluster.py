@@ -1,11 +1,14 @@
 """The SLURM cluster as the suite reads it, without submitting anything: cluster profiles
 (``slurm/profiles/<name>.yaml``, resolved as defaults < the task's modality < the task < the command-line
-flags), the cluster's ``MaxArraySize``, the job queue and a job's state, and the ``slurm.json`` that every
-submitted run keeps (which ``suite status`` reads). ``suite.launch.slurm`` submits and runs the jobs."""
+flags; a partition and every ``sbatch`` option checked to be one ``#SBATCH`` directive: no whitespace,
+newline or shell character), the cluster's ``MaxArraySize``, the job queue and a job's state, and the
+``slurm.json`` that every submitted run keeps (which ``suite status`` reads). ``suite.launch.slurm``
+submits and runs the jobs."""
 
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -31,6 +34,37 @@ SUBMISSION_FILE = "slurm.json"
 PROFILE_SECTIONS = ("defaults", "modalities", "tasks", "setup", "sbatch")
 
 
+SLURM_NAME = re.compile(r"[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*")  # a partition, or a comma list of them
+SBATCH_OPTION = re.compile(r"[a-z][a-z0-9_-]*")
+SBATCH_VALUE = re.compile(r"[A-Za-z0-9_.,:+=@%/~&|!*()\[\]-]+")  # constraints take & | ! * ( ) [ ]
+
+
+def slurm_name_problem(what: str, value: Any) -> str | None:
+    """Why ``value`` is no partition name sbatch takes (``what`` names where it was given), or None."""
+    if value is None or (isinstance(value, str) and SLURM_NAME.fullmatch(value)):
+        return None
+    return (
+        f"{what} {value!r} is not a SLURM partition name: valid are letters, digits, _ . - and commas "
+        "between names (no whitespace, newline or shell character, which would end up in the job script)"
+    )
+
+
+def sbatch_option_problem(where: str, key: Any, value: Any) -> str | None:
+    """Why the sbatch option ``key: value`` of a profile is not one sbatch takes as one ``#SBATCH``
+    directive (a newline would start another directive or a shell line of the job script), or None."""
+    if not (isinstance(key, str) and SBATCH_OPTION.fullmatch(key)):
+        return f"{where}: sbatch option name {key!r} must be lower-case letters, digits, - and _"
+    if isinstance(value, bool) or (isinstance(value, (int, float)) and value == value):
+        return None
+    if isinstance(value, str) and SBATCH_VALUE.fullmatch(value):
+        return None
+    return (
+        f"{where}: sbatch option {key}={value!r}: valid values are numbers, true/false, or text of letters, "
+        "digits and _ . , : + = @ % / ~ - (a constraint also & | ! * ( ) [ ]); no whitespace, newline or "
+        "shell character, which would end up in the job script"
+    )
+
+
 @dataclass(frozen=True)
 class Resources:
     """What one run asks SLURM for; runs of one task with equal resources share a job array."""
@@ -45,6 +79,8 @@ class Resources:
     max_requeues: int = 10
 
     def __post_init__(self) -> None:
+        if problem := slurm_name_problem("partition", self.partition):
+            raise ValueError(problem)
         for name in RESOURCE_KEYS[1:]:
             value = getattr(self, name)
             least = 0 if name == "gpus_per_run" else 1
@@ -122,6 +158,9 @@ def load_profile(name: str = DEFAULT_PROFILE) -> Profile:
     sbatch = raw.get("sbatch") or {}
     if not isinstance(sbatch, Mapping):
         raise ValueError(f"{path}: sbatch must be a mapping of sbatch options")
+    for key, value in sbatch.items():
+        if problem := sbatch_option_problem(str(path), key, value):
+            raise ValueError(problem)
     modalities, tasks = raw.get("modalities") or {}, raw.get("tasks") or {}
     return Profile(
         name=path.stem,
@@ -131,6 +170,26 @@ def load_profile(name: str = DEFAULT_PROFILE) -> Profile:
         setup=tuple(setup),
         sbatch=dict(sbatch),
     )
+
+
+def sbatch_problem() -> str | None:
+    """Why jobs cannot be submitted from this machine, or None: no ``sbatch`` on its PATH, or no SLURM
+    controller answering ``scontrol ping``."""
+    fixes = (
+        "submit from a SLURM login node, add --dry-run to print the job arrays, or drop --launcher slurm to "
+        "train here"
+    )
+    if not shutil.which("sbatch"):
+        return (
+            "--launcher slurm: this machine has no sbatch on its PATH (SLURM's commands are not installed or "
+            f"not loaded); {fixes}"
+        )
+    ping = slurm_command("scontrol", "ping", timeout=30)
+    if ping is None or ping.returncode != 0:
+        lines = (ping.stderr or ping.stdout).strip().splitlines() if ping else ["no answer in 30 s"]
+        said = lines[-1] if lines else f"exit status {ping.returncode if ping else '?'}"
+        return f"--launcher slurm: no SLURM controller answers `scontrol ping` here ({said}); {fixes}"
+    return None
 
 
 def slurm_command(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str] | None:

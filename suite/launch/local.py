@@ -10,6 +10,7 @@ stopped it (the runs after it are not started)."""
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import traceback
 from pathlib import Path
@@ -19,6 +20,7 @@ from omegaconf import OmegaConf
 
 from suite.config import (
     comparison_config,
+    from_resolved,
 )
 from suite.exits import EXIT_BUSY, EXIT_DONE, EXIT_FAILED, EXIT_INTERRUPTED
 from suite.launch.plan import PlannedRun
@@ -31,7 +33,7 @@ from suite.stopping import Interrupted, check
 def launch_run(cfg_dict: dict[str, Any], run_dir: str) -> tuple[str, str]:
     """Execute one run from a plain config dict; returns its outcome (``done``, ``done already``, ``busy``
     or ``lease lost``) and, for the last two, the line that says why. Failures raise."""
-    cfg = OmegaConf.create(cfg_dict)
+    cfg = from_resolved(cfg_dict)
     folder = Path(run_dir)
     marker = folder.parent.parent / "comparison.json"
     if not marker.is_file():
@@ -87,7 +89,8 @@ def final_values(run_dir: Path) -> str:
 
 
 def next_step(code: int, results: str) -> str:
-    """What to run after a launch that ended with ``code``."""
+    """What to run after a launch that ended with ``code`` (the results folder quoted for the shell)."""
+    results = shlex.quote(results)
     return {
         EXIT_DONE: f"next: suite table --results {results}  (figures: suite plot, report: suite report)",
         EXIT_FAILED: "next: fix the error printed above, then re-run the same command: done runs are skipped",

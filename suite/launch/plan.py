@@ -27,8 +27,10 @@ from suite.config import (
     config_hash,
     expand_sweeps,
     group_options,
+    literal,
     to_dict,
 )
+from suite.metrics import switch_problems
 from suite.names import path_name, unknown_name
 from suite.noise.sampler import SAMPLERS
 from suite.records import RunDirectory, read_json
@@ -103,14 +105,21 @@ def comparison_dir(results: str | Path, spec: RunSpec) -> Path:
 def run_folder(results: str | Path, spec: RunSpec) -> Path:
     """The run folder of ``spec`` under ``results``; ValueError naming the value when a name that enters it
     (task, budget, sampler label: ``suite.names.path_name``) could lead elsewhere, or it resolves (links
-    followed) outside ``results``."""
+    followed) outside ``results/runs``, itself resolved.
+
+    Links. ``results`` and ``results/runs`` may be symbolic links (a cluster's runs on another disk): the
+    run folder must lie in the folder ``runs`` resolves to. A link below ``runs`` (a comparison, sampler or
+    seed folder) that leads elsewhere is refused, since the run's writes and clean-ups would land there."""
     path_name("task.name", spec.task)
     path_name("budget.name", spec.budget.name)
     path_name("sampler label", spec.sampler.label)
     folder = comparison_dir(results, spec) / spec.sampler.label / f"seed{spec.seed}"
-    top = Path(results).resolve()
+    top = (Path(results) / "runs").resolve()
     if not folder.resolve().is_relative_to(top):
-        raise ValueError(f"the run folder {folder} resolves to {folder.resolve()}, outside {top}; refusing")
+        raise ValueError(
+            f"the run folder {folder} resolves to {folder.resolve()}, outside {top} (where "
+            f"{Path(results) / 'runs'} leads); a link below runs/ may not lead a run elsewhere; refusing"
+        )
     return folder
 
 
@@ -136,7 +145,7 @@ def plan_runs(
         for sampler in resolve_samplers(samplers):
             for cfg in compose_seeds(task, sampler, budget, sweep, list(seed_list)):
                 check(f"while planning {task}")  # a stop request ends a long planning too
-                cfg.results = str(results)  # a path, not an override: any character may be in it
+                cfg.results = literal(str(results))  # a path, not an override: any character may be in it
                 spec = read_spec(cfg)[0]
                 runs.append(PlannedRun(cfg, run_folder(results, spec)))
     check_comparisons(runs)
@@ -178,6 +187,9 @@ def run_problems(cfg: DictConfig, networks: set[str] | None = None) -> list[str]
         build_noise_sampler(spec, build_loss_weight(spec))
     except (ValueError, TypeError, KeyError) as err:
         problems.append(f"sampler {spec.sampler.name}: {err}")
+    for group in ("metrics", "fallback_metrics"):
+        for name, options in (spec.task_cfg.get(group) or {}).items():
+            problems.extend(switch_problems(f"task.{group}.{name}", options))
     key = json.dumps([to_dict(spec.task_cfg), spec.budget.size], sort_keys=True, default=str)
     if networks is None or key not in networks:
         try:

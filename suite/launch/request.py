@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from suite.launch.cluster import slurm_name_problem
+
 
 @dataclass(frozen=True)
 class LaunchRequest:
@@ -29,6 +31,8 @@ class LaunchRequest:
     def __post_init__(self) -> None:
         if self.launcher not in ("local", "slurm"):
             raise ValueError(f"unknown launcher {self.launcher!r}; valid launchers: local, slurm")
+        if problem := slurm_name_problem("--partition", self.partition):
+            raise ValueError(problem)
 
     @property
     def resources(self) -> dict[str, Any]:

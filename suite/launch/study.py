@@ -9,7 +9,8 @@ A study file (``studies/*.yaml``) is a mapping of these keys::
     seeds: 3                       # required: a count N (seeds 0..N-1), a range "A-B" or a list "0,2,5"
     tasks: [bfashion]              # required: a list of tasks, or a mapping task -> list of its own overrides
     samplers: all                  # required: all, or a list of sampler names
-    overrides: [budget.kimg=256]   # optional: key=value overrides of every run (a,b,c sweeps a value)
+    overrides: [budget.kimg=256]   # optional: key=value overrides of every run (a,b,c sweeps a value);
+                                   # not task=, sampler=, budget=, seed= (the keys above) nor results=
     target: edm                    # optional: the sampler every other is compared with, fixed in advance
 
 The grid is tasks × samplers × seeds (× sweeps) at the budget. Each task's runs are planned by
@@ -42,10 +43,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.errors import HydraException
 
-from suite.config import group_options
+from suite.config import group_options, parse_overrides
 from suite.launch.cost import planned_cost
 from suite.launch.dispatch import launch
 from suite.launch.plan import PlannedRun, check_runs, describe, plan_runs, resolve_samplers, resolve_task
@@ -84,12 +83,29 @@ class StudyRow:
     runs: list[PlannedRun]
 
 
+CHOSEN_ELSEWHERE = {  # override keys a study may not give: what chooses each instead
+    "task": "the study's tasks: key chooses the tasks",
+    "sampler": "the study's samplers: key chooses the samplers",
+    "budget": "the study's budget: key chooses the budget",
+    "seed": "the study's seeds: key chooses the seeds",
+    "results": "suite run --results DIR chooses where runs are written, never a study file",
+}
+
+
 def _overrides(path: Path, key: str, value: Any) -> tuple[str, ...]:
-    """A list of ``key=value`` strings (None: none)."""
+    """A list of ``key=value`` strings (None: none), none of them choosing what the study's own keys or the
+    command line choose (``CHOSEN_ELSEWHERE``: it would be ignored, or contradict them)."""
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(item, str) and "=" in item for item in value):
         raise ValueError(f"{path}: {key} must be a list of key=value strings, got {value!r}")
+    for item in value:
+        name = item.partition("=")[0].lstrip("+~")
+        if name in CHOSEN_ELSEWHERE:
+            raise ValueError(
+                f"{path}: {key}: {item!r} is not a study override: {CHOSEN_ELSEWHERE[name]}; overrides "
+                "set config values (e.g. budget.kimg=256)"
+            )
     return tuple(value)
 
 
@@ -209,8 +225,8 @@ def load_study(path: str | Path) -> Study:
 def _sets_a_location(item: str) -> bool:
     """Whether ``item`` is a plain ``key=value`` (no sweep, + or ~) of a ``STUDY_COMMAND_LINE_KEYS`` key."""
     try:
-        (parsed,) = OverridesParser.create().parse_overrides([item])
-    except HydraException:
+        (parsed,) = parse_overrides([item])
+    except ValueError:
         return False
     plain = not (parsed.is_add() or parsed.is_delete() or parsed.is_sweep_override())
     return plain and parsed.key_or_group in STUDY_COMMAND_LINE_KEYS

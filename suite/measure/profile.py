@@ -51,6 +51,7 @@ from torch import Tensor
 
 from suite.config import compose_run, to_dict
 from suite.noise.information import empirical_prior_mmse, point_set_mmse
+from suite.outputs import claim, guarded_output
 from suite.report.profile import PosthocProfile, ProfileCurve, ProfileReport, plot_profile, write_posthoc
 from suite.run.assembly import build_task
 from suite.run.spec import run_spec
@@ -263,12 +264,19 @@ def write_profile(
     results: str = "results",
     out: str | None = None,
     overrides: Sequence[str] = (),
+    force: bool = False,
 ) -> int:
     """``suite profile --task T [--budget B] [--results R] [--out DIR] [key=value …]``: print the profile's
     peak and band (every curve), write ``<out>/<task>-<budget>_profile.csv``, its figure (PNG, PDF) and the
-    empirical-prior profile that ``suite plot`` draws (``<out>`` defaults to ``<results>/profiles``)."""
+    empirical-prior profile that ``suite plot`` draws (``<out>`` defaults to ``<results>/profiles``). An
+    ``--out`` folder is guarded as ``suite plot``'s is (``suite.outputs``: never in a run folder, never over
+    a file suite did not write there unless ``force``), checked before anything is computed."""
 
-    folder = Path(out or Path(results) / "profiles")
+    with guarded_output(out, force):
+        return _write_profile(task, budget, Path(out or Path(results) / "profiles"), overrides)
+
+
+def _write_profile(task: str, budget: str, folder: Path, overrides: Sequence[str]) -> int:
     spec = run_spec(compose_run(task, "edm", budget, list(overrides)))
     if spec.budget.size not in SETTINGS:
         raise ValueError(
@@ -291,6 +299,7 @@ def write_profile(
         print(line)
     folder.mkdir(parents=True, exist_ok=True)
     stem = folder / f"{task}-{budget}_profile"
+    claim(stem.with_suffix(".csv"))
     report.frame().to_csv(stem.with_suffix(".csv"), index=False)
     written = [stem.with_suffix(".csv"), write_posthoc(folder, task_cfg, report.empirical, variant)]
     written += plot_profile(report, spec, f"{task} · {variant} · budget {budget}", stem)

@@ -15,10 +15,17 @@ preflight asks the configured metrics and a task falls back to its ``fallback_me
 permission. A metric names the task config keys it takes as option defaults (``Metric.task_keys``, e.g. a
 data folder holding its checkpoint), and the parts of it that ``suite bench eval`` times beside its whole
 call (``Metric.bench_parts``).
+
+No config, study file or override can let a metric run code from a file: an option that would
+(``ENVIRONMENT_SWITCHES``: ``trust_pickle``, reading a pickled checkpoint with
+``torch.load(weights_only=False)``) is refused wherever a metric's options are read
+(:func:`switch_problems`), and the permission comes only from the environment variable the switch names
+(``SUITE_TRUST_PICKLE=1``), which each run records in its ``run.json`` (``trust_pickle``).
 """
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -30,6 +37,28 @@ import torch
 from suite.registry import Registry
 
 SCALES = ("log", "logit", "linear")
+TRUST_PICKLE_ENV = "SUITE_TRUST_PICKLE"
+ENVIRONMENT_SWITCHES = {"trust_pickle": TRUST_PICKLE_ENV}  # option name -> the variable that alone sets it
+
+
+def pickle_trusted() -> bool:
+    """Whether this process may read pickled checkpoints (``torch.load(weights_only=False)``): only when
+    ``$SUITE_TRUST_PICKLE`` is ``1``."""
+    return os.environ.get(TRUST_PICKLE_ENV) == "1"
+
+
+def switch_problems(where: str, options: Mapping[str, Any] | None) -> list[str]:
+    """The options among ``options`` (a metric's, at the config key ``where``) that only the environment
+    may set (``ENVIRONMENT_SWITCHES``), one line each saying how to allow what they ask for."""
+    return [
+        f"{where}.{key}={options[key]!r}: a config, study file or override cannot allow a metric to run code "
+        f"from a file; drop {where}.{key}, and to read a pickled checkpoint you trust run the command with "
+        f"{variable}=1 in its environment (each run records it in run.json)"
+        for key, variable in ENVIRONMENT_SWITCHES.items()
+        if key in (options or {})
+    ]
+
+
 INFONOISE_TABLE = "InfoNoise (Raya et al., arXiv 2602.18647), results/paper/infonoise_table.csv"
 
 

@@ -15,6 +15,7 @@ import pandas as pd
 
 from suite.config import stable_hash
 from suite.noise.information import PosteriorDiagnostics
+from suite.outputs import claim
 from suite.records import read_json, write_json
 from suite.report.figures import (
     effective_allocation,
@@ -181,6 +182,7 @@ def write_posthoc(folder: Path, task_cfg: Mapping[str, Any], profile: PosthocPro
     """Save the empirical-prior profile of a task config's data for the figures (JSON)."""
 
     path = posthoc_path(folder, task_cfg)
+    claim(path)
     write_json(
         path,
         {

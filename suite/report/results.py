@@ -28,6 +28,11 @@ gives the budget (``budget.kimg``, ``batch``, ``eval_points``), a metric without
 budget's evaluation points (``suite.run.schedule.evaluation_points``) or stats that stop before the budget's
 last processed example.
 
+Diverged. A ``done`` run whose stats.jsonl holds a loss that is not finite or above
+``suite.records.DIVERGED_LOSS`` (recorded before such a run failed) has the status ``diverged``
+(:attr:`RunRecord.diverged` says where): ``suite status`` shows it so, and the tables, which keep ``done``
+runs only, leave it out.
+
 One view of a run folder, :class:`RunRecord`, serves every reader: its run.json, config.yaml, run spec,
 evaluation rows, stats, sampler log and sampler label, each read once and only when asked for.
 """
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +56,7 @@ from suite.records import (
     JsonlContent,
     LinkedRunFile,
     RunDirectory,
+    diverged,
     scan_jsonl,
 )
 from suite.run.schedule import evaluation_points
@@ -71,6 +78,7 @@ RUN_COLUMNS = (
 FLAG_COLUMNS = ("higher_is_better", "stand_in_data", "substitute_metric", "paper_metric")
 EVIDENCE_MARKER = "EVIDENCE"
 DAMAGED = "run.json damaged"
+DIVERGED = "diverged"
 GRID_LABELS = {"karras": "Karras", "infogrid": "InfoGrid", "infogrid-rescaled": "InfoGrid rescaled"}
 
 
@@ -118,8 +126,21 @@ class RunRecord:
     @property
     def status(self) -> str:
         """run.json's status; "unknown" without one; ``DAMAGED`` for a damaged one, which ``suite status``
-        shows as such and the tables leave out (never a target)."""
-        return DAMAGED if self.damaged else str(self.info.get("status", "unknown"))
+        shows as such and the tables leave out (never a target); ``DIVERGED`` for a ``done`` run whose
+        stats hold a diverged loss (:attr:`diverged`), which the tables leave out too."""
+        if self.damaged:
+            return DAMAGED
+        status = str(self.info.get("status", "unknown"))
+        return DIVERGED if status == "done" and self.diverged else status
+
+    @functools.cached_property
+    def diverged(self) -> str:
+        """Where the training stats hold a loss that is not finite or above ``suite.records.DIVERGED_LOSS``
+        (a run recorded ``done`` before divergence failed a run), or ''."""
+        for row in self.stats():
+            if diverged(row.get("loss")):
+                return f"stats.jsonl: loss {row.get('loss')} at kimg {row.get('kimg')}: the run diverged"
+        return ""
 
     @property
     def label(self) -> str:
@@ -236,11 +257,25 @@ def evidence_origins(root: str | Path, origins: set[str]) -> set[str]:
 
 
 def find_runs(results: str | Path) -> list[RunRecord]:
-    """Every run directory under ``results``, sorted by path."""
+    """Every run directory under ``results``, sorted by path. Symbolic links to folders are followed down
+    to each ``runs`` folder (``results`` or ``results/runs`` on another disk), each folder once; below a
+    ``runs`` folder none is, as ``suite run`` refuses a run folder that a link leads out of its ``runs``
+    (``suite.launch.plan.run_folder``)."""
     root = Path(results)
     if not root.is_dir():
         return []
-    folders = {p.parent for name in RUN_FILES for p in root.rglob(name)}
+    folders, seen = set(), set()
+    for current, subfolders, files in os.walk(root, followlinks=True):
+        here = Path(current)
+        seen.add(os.path.realpath(here))
+        below_runs = "runs" in here.relative_to(root).parts
+        subfolders[:] = [
+            name
+            for name in subfolders
+            if not (below_runs and os.path.islink(here / name)) and os.path.realpath(here / name) not in seen
+        ]
+        if any(name in files for name in RUN_FILES):
+            folders.add(here)
     return [RunRecord(folder, origin_of(root, folder)) for folder in sorted(folders)]
 
 

@@ -37,7 +37,8 @@ import pandas as pd
 
 from suite.launch.cluster import read_submission, slurm_command
 from suite.lease import Holder, LeaseFile, judge, read_lease, stale_limit
-from suite.report.results import DAMAGED, RunRecord, find_runs
+from suite.paths import results_folder
+from suite.report.results import DAMAGED, DIVERGED, RunRecord, find_runs
 from suite.watch import format_eta
 
 # SLURM states of jobs that are over (the others are queued, running or on their way to run again).
@@ -231,6 +232,8 @@ def collect(results: str | Path) -> pd.DataFrame:
             )
         elif status == DAMAGED:
             error = "not a JSON object; re-run the launch command to resume the run and record it again"
+        elif status == "done" and run.diverged:
+            status, error = DIVERGED, run.diverged
         elif status == "done" and run.records_incomplete:
             status, error = "done, records incomplete", run.records_incomplete
         rows.append(
@@ -252,10 +255,10 @@ def collect(results: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def print_status(results: str | Path) -> int:
-    """Print the status table of ``results`` (a file there is an error); 1 when a run is damaged."""
-    if Path(results).is_file():
-        raise ValueError(f"--results {results} is a file; give a results folder (the one holding runs/)")
+def print_status(results: str | Path, must_exist: bool = False) -> int:
+    """Print the status table of ``results`` (a file there is an error, and so is a missing folder when
+    ``must_exist``: one the user named); 1 when a run is damaged."""
+    results_folder(results, must_exist)
     table = collect(results)
     if table.empty:
         print(f"no runs under {Path(results) / 'runs'}")

@@ -19,6 +19,7 @@ import pandas as pd
 
 from suite.config import group_options
 from suite.names import unknown_name
+from suite.paths import results_folder
 from suite.report.comparisons import statistics_caption
 from suite.report.rendering import floor_caption, incomplete_note, target_caption
 from suite.report.results import RunRecord, evidence_origins
@@ -124,8 +125,7 @@ def load_own(folders: list[str], everything: bool) -> tuple[pd.DataFrame, str]:
     ``everything``; and the sets left out, as "results/cpu-smoke, results/gpu/…" ("" when none)."""
     frames, incomplete, left, damaged = [], {}, [], []
     for folder in folders:
-        if Path(folder).is_file():
-            raise ValueError(f"{folder} is a file; give a results folder (the one holding runs/)")
+        results_folder(folder)
         df = load_records(folder)
         runs = df.attrs.get("records_incomplete", {})
         damaged += df.attrs.get("damaged", [])

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from suite.run.spec import DEVICES
+
 
 @dataclass(frozen=True)
 class DistContext:
@@ -61,8 +63,8 @@ def init_distributed(device: str = "auto") -> DistContext:
     rank, world_size, local_rank = _environment()
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device not in ("cpu", "cuda"):
-        raise ValueError(f"unknown device {device!r}; valid: auto, cpu, cuda")
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}; valid: {', '.join(DEVICES)}")
     dev = torch.device(f"cuda:{local_rank}") if device == "cuda" else torch.device("cpu")
     if dev.type == "cuda":
         torch.cuda.set_device(dev)

@@ -64,6 +64,7 @@ from suite.records import (
     RunDirectory,
     append_jsonl,
     evaluation_row,
+    read_jsonl,
     write_atomic,
     write_jsonl,
 )
@@ -470,6 +471,12 @@ def rescore(
 
     opened = open_run(run_dir, kimg, device, "`suite eval` re-scores finished runs")
     folder, spec = opened.folder, opened.spec
+    if grid != "karras" and not any("profile" in row for row in read_jsonl(folder.sampler_log)):
+        raise ValueError(
+            f"--grid {grid} is built from the learned information profile, and the sampler of {folder.path} "
+            f"({spec.sampler.label}) learned none (its sampler.jsonl holds no profile); use --grid karras, "
+            "or a run of a sampler that learns one (infonoise)"
+        )
     task = build_task(spec)
     if guidance is not None:
         problem = guidance_problem(float(guidance), spec.diffusion.cond_dropout, bool(task.conditional))

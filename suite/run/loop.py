@@ -12,6 +12,12 @@ written after it; starting with no checkpoint that loads drops every row of the 
 run starts over. A run resumed at an evaluation point whose rows are not all recorded drops the partial rows
 and evaluates that point again first.
 
+A mean loss that is NaN, ±inf or above ``suite.records.DIVERGED_LOSS``, read at each tick and each
+checkpoint (so before each evaluation), ends the run with :class:`Diverged` before anything after it is
+recorded (no stats row, checkpoint or evaluation): the run fails, naming the tick and the likely cause. So
+does a metric value that is not finite at an evaluation point when the network's loss, probed there, has
+diverged (the last step's update can break the network after its loss was read).
+
 Stop requests (``suite.stopping``) are read after every step: the run checkpoints, its status becomes
 "interrupted" and :class:`suite.stopping.Interrupted` is raised. With several ranks the request is agreed on
 (a MAX all-reduce) at each tick, so that every rank stops at the same step. A request during an evaluation
@@ -20,16 +26,17 @@ abandons it (no row, no snapshot) and stops the run; the re-run evaluates the po
 
 from __future__ import annotations
 
+import math
 import time
 from typing import NoReturn
 
 import torch
 import torch.distributed as dist
 
-from suite.records import RunDirectory, append_jsonl, truncate_jsonl
+from suite.records import DIVERGED_LOSS, RunDirectory, append_jsonl, diverged, truncate_jsonl
 from suite.run.checkpoint import fault_point
 from suite.run.distributed import DistContext, barrier
-from suite.run.evaluation import Evaluator, save_snapshot
+from suite.run.evaluation import Evaluator, InvalidMetricValue, save_snapshot
 from suite.run.events import Checkpointed, Compiled, Evaluated, Evaluating, Events, Stepped, Ticked
 from suite.run.schedule import evaluation_points
 from suite.run.spec import BudgetSpec
@@ -106,21 +113,42 @@ class Loop:
                 self.interrupt(f"at kimg {state.nimg / 1000}")
 
     def evaluate(self) -> None:
-        """Evaluate at ``nimg``; a stop request during it abandons it and stops the run."""
-        if self.evaluations.evaluate():
+        """Evaluate at ``nimg``; a stop request during it abandons it and stops the run. A metric that is not
+        a finite number there is a divergence (:class:`Diverged`) when the network's loss says so
+        (``Step.probe_loss``); otherwise its own error."""
+        try:
+            abandoned = self.evaluations.evaluate()
+        except InvalidMetricValue as err:  # a diverged network, or something else (a damaged cache)
+            loss = self.step.step.probe_loss()
+            if not diverged(loss):
+                raise
+            where = f"{err}; the network's loss is {loss:.4g} per example at kimg {self.state.nimg / 1000:g}"
+            raise Diverged(where, self.budget) from err
+        if abandoned:
             self.interrupt(f"during the evaluation at kimg {self.state.nimg / 1000}, which is abandoned")
 
     def checkpoint(self) -> None:
         """Save the state, with the loss summed since the last tick over all ranks (kept by the main rank)."""
         if dist.is_initialized():
             dist.all_reduce(self.loss_sum)
-            if not self.ctx.is_main:
-                self.loss_sum.zero_()
-        self.state.tick_loss_sum = self.loss_sum.item()
+        total = self.loss_sum.item()  # the same on every rank, so every rank stops on a divergence
+        self.check_loss(total / max(self.state.nimg - self.state.tick_start_nimg, 1))
+        if not self.ctx.is_main:
+            self.loss_sum.zero_()
+        self.state.tick_loss_sum = total if self.ctx.is_main else 0.0
         if self.ctx.is_main:
             self.state.save(self.dir.checkpoints)
         self.events.emit(Checkpointed(self.state.nimg, self.state.wall_time))
         barrier()
+
+    def check_loss(self, loss: float) -> None:
+        """Raise :class:`Diverged` when the mean loss per example since the last tick is NaN, ±inf or above
+        ``suite.records.DIVERGED_LOSS``."""
+        if diverged(loss):
+            nimg = self.state.nimg
+            tick = math.ceil(nimg / self.budget.tick_nimg)
+            bound = f"above {DIVERGED_LOSS:g} is divergence"
+            raise Diverged(f"loss is {loss:.4g} at tick {tick} (kimg {nimg / 1000:g}; {bound})", self.budget)
 
     def interrupt(self, where: str) -> NoReturn:
         if self.ctx.is_main:
@@ -144,11 +172,30 @@ class Loop:
         if left and seconds:  # the mean of this process's evaluations so far
             eta += left * sum(seconds) / len(seconds)
         loss, lr = self.loss_sum.item() / processed, state.optimizer.param_groups[0]["lr"]
+        self.check_loss(loss)  # the same value on every rank (all-reduced), so every rank stops
         compiled, self.tick_compile_seconds = self.tick_compile_seconds, 0.0
         total, wall = self.total_nimg, state.wall_time
         timed = bool(seconds)
         self.events.emit(Ticked(nimg, total, loss, sec_per_kimg, wall, lr, compiled, eta, left, timed))
         self.loss_sum.zero_()
+
+
+LARGE_LR = 0.1  # the suite's budgets train at 1e-4 to 1e-2
+
+
+class Diverged(RuntimeError):
+    """Training diverged: the mean loss since the last tick is NaN, ±inf or above
+    ``suite.records.DIVERGED_LOSS``, or a metric of the trained network is not a finite number. The run fails
+    (``suite.run.training``) with where it happened and the likely cause named; it is never scored."""
+
+    def __init__(self, what: str, budget: BudgetSpec) -> None:
+        if budget.lr > LARGE_LR:
+            cause = f"budget.lr={budget.lr:g} is large (the suite's budgets train at 1e-4 to 1e-2)"
+        elif budget.grad_clip == 0:
+            cause = "the gradient is unclipped (budget.grad_clip=0); set budget.grad_clip=1, lower budget.lr"
+        else:
+            cause = f"lower budget.lr (now {budget.lr:g}) or budget.grad_clip (now {budget.grad_clip:g})"
+        super().__init__(f"{what}: the run diverged; {cause}")
 
 
 class Evaluations:

@@ -3,7 +3,8 @@
 ``run.json`` says what ran (task, sampler and its hyper-parameters, budget, seed, both config hashes),
 on what data (the variant, whether it is a stand-in, the content fingerprint the comparison depends on,
 the path it was read from, and the task's recorded facts such as σ_data and the encoding), with what
-(network capabilities used, world size, device, package versions, git SHA, host and SLURM identifiers),
+(network capabilities used, world size, device, package versions, git SHA, host and SLURM identifiers,
+whether ``$SUITE_TRUST_PICKLE`` let pickled checkpoints be read: ``trust_pickle``),
 and how it went (status, kimg, wall time, error). ``sampler.jsonl`` holds the density π(u) on a 129-point
 grid of u = ln σ at the start and after every rebuild of an adaptive sampler, with its learned profile.
 """
@@ -18,6 +19,7 @@ from typing import Any
 import torch
 from omegaconf import OmegaConf
 
+from suite.metrics import pickle_trusted
 from suite.noise.sampler import NoiseSampler
 from suite.records import (
     RunDirectory,
@@ -84,6 +86,7 @@ def run_started(
         world_size=ctx.world_size,
         device=torch.cuda.get_device_name(ctx.device) if ctx.device.type == "cuda" else "cpu",
         packages=package_versions(),
+        trust_pickle=pickle_trusted(),  # $SUITE_TRUST_PICKLE: whether pickled checkpoints could be read
         **code_version(),
         **host_info(),
         started=folder.info().get("started", now()),

@@ -12,13 +12,13 @@ hoc profile and ``suite eval`` take the spec; the task plugin alone receives its
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from suite.config import comparison_hash, config_hash, sampler_label, sampler_params
+from suite.config import comparison_hash, config_hash, flatten, sampler_label, sampler_params
 from suite.run.schedule import EVAL_SPACINGS
 from suite.watch import WATCHERS
 
@@ -26,6 +26,7 @@ PRECISIONS = ("fp32", "bf16")
 FINAL_EVALS = ("budget", "per_reference")
 EVAL_LATENTS = ("shared", "per_seed")  # task.eval_latents: one latent set for every run, or one per run seed
 SWITCHES = ("auto", "true", "false")  # budget.compile: auto = on CUDA, off on the CPU
+DEVICES = ("auto", "cpu", "cuda")  # device=: auto = cuda where torch sees one, else cpu
 
 
 class SpecError(ValueError):
@@ -167,11 +168,11 @@ class _Reader:
 
     def number(self, key: str, minimum: float = 0.0, strict: bool = True, at_least: float = 0.0) -> float:
         value = self._get(key)
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         if ok and (value <= minimum if strict else value < minimum):
             ok = False
         if not ok:
-            self._bad(key, value, "a positive number" if strict else f"a number >= {minimum:g}")
+            self._bad(key, value, "a finite positive number" if strict else f"a finite number >= {minimum:g}")
             return 1.0
         if 0 < value < at_least:
             self._bad(key, value, f"at least {at_least:g} (one example)")
@@ -316,6 +317,26 @@ def guidance_problem(guidance: float, cond_dropout: float, conditional: bool = T
     )
 
 
+CHECKED_GROUPS = ("task", "sampler", "budget")
+
+
+def non_finite_problems(cfg: DictConfig, known: Sequence[str] = ()) -> list[str]:
+    """One line per NaN or ±inf float anywhere in the ``task``, ``sampler`` and ``budget`` groups (a
+    divergent learning rate, a NaN clip or σ), naming its dotted key; keys that a line of ``known`` names
+    already are left out."""
+    problems = []
+    for group in CHECKED_GROUPS:
+        node = cfg.get(group)
+        if node is None:
+            continue
+        for key, value in flatten(OmegaConf.to_container(node, resolve=True), f"{group}.").items():
+            values = value if isinstance(value, list) else [value]
+            bad = any(isinstance(v, float) and not math.isfinite(v) for v in values)
+            if bad and not any(line.startswith(f"{key}=") for line in known):
+                problems.append(f"{key}={value!r}: must be a finite number")
+    return problems
+
+
 def read_spec(cfg: DictConfig) -> tuple[RunSpec, list[str]]:
     """The spec of a resolved run config and every invalid value in it, one line each; an invalid value is
     replaced by a valid placeholder, so that the checks can go on to build the parts and report their
@@ -347,7 +368,10 @@ def read_spec(cfg: DictConfig) -> tuple[RunSpec, list[str]]:
         watch=watch,
     )
     guided = guidance_problem(budget.eval.guidance, diffusion.cond_dropout)
-    return spec, [*bad_budget, *bad_task, *bad_watch, *([guided] if guided else [])]
+    problems = [*bad_budget, *bad_task, *bad_watch, *([guided] if guided else [])]
+    if spec.device not in DEVICES:
+        problems.append(f"device={spec.device!r}: valid: {', '.join(DEVICES)}")
+    return spec, [*problems, *non_finite_problems(cfg, problems)]
 
 
 def run_spec(cfg: DictConfig) -> RunSpec:

@@ -123,6 +123,17 @@ class Step:
             torch._foreach_lerp_(list(state.ema.parameters()), list(state.model.parameters()), 1 - beta)
         return weighted.detach().sum()
 
+    @torch.no_grad()
+    def probe_loss(self) -> float:
+        """The mean weighted loss per example of the network as it is now, on the draws of the next step,
+        without stepping (eager, this rank alone): whether a run diverged when its evaluation went wrong."""
+        state, draw = self.state, self.draw()
+        x0 = self.objective.encode(state.model, draw.x0)
+        weighted, _ = self.objective.losses(
+            state.model, x0, draw.sigma, draw.noise, draw.cond, state.sampler.importance_weight(draw.sigma)
+        )
+        return weighted.sum().item() / self.per_rank
+
 
 class CompiledStep:
     """A step whose first call compiles the network when the state asks for it (module docstring)."""

@@ -58,7 +58,7 @@ def test_out_overwrites_only_what_it_wrote_and_a_strangers_file_only_with_force(
     assert main(["report", "--results", str(results), "--out", str(out)]) == 2
     err = capsys.readouterr().err  # the figures' own warnings (a missing post hoc profile) may come first
     assert err.endswith(
-        f"error: {out / 'REPORT.md'} exists and was not written by suite samples, plot or report; "
+        f"error: {out / 'REPORT.md'} exists and was not written by suite samples, plot, report or profile; "
         "refusing to overwrite it (--force overwrites it)\n"
     )
     assert err.count("error: ") == 1

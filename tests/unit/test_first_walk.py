@@ -147,3 +147,43 @@ def test_the_planning_rate_says_where_it_comes_from_for_each_modality():
             f"212 TFLOP/s, the image rate of EDM's CIFAR-10 loop on one H200: no {modality}"
         )
         assert f"`suite bench train --task {task}` on a GPU measures one" in label
+
+
+def test_late_mistakes_are_answered_in_words_with_exit_2_before_any_work(tmp_path, capsys, monkeypatch):
+    """status of a folder that is not there, a device that is none, SLURM where there is none, and InfoGrid
+    for a run whose sampler learned no profile: one error line each, exit 2, nothing computed."""
+    nowhere = tmp_path / "nowhere"
+    code, out, err = launch(capsys, "status", "--results", str(nowhere))
+    assert code == 2 and err == (
+        f"error: --results {nowhere}: no such folder; give a results folder (the one holding runs/; "
+        "suite run --results creates it)\n"
+    )
+    ring = ["run", "--task", "ring2d", "--sampler", "edm", "--results", str(tmp_path / "r")]
+    code, out, err = launch(capsys, *ring, "--dry-run", "device=gpu")
+    assert code == 2 and "  device='gpu': valid: auto, cpu, cuda  [ring2d/smoke/edm/seed0]" in err
+    with monkeypatch.context() as bare:
+        bare.setenv("PATH", str(tmp_path))  # no sbatch on it
+        code, out, err = launch(capsys, *ring, "--launcher", "slurm")
+    assert code == 2 and err.startswith("error: --launcher slurm: this machine has no sbatch on its PATH")
+    assert not (tmp_path / "r").exists()
+    monkeypatch.setenv("SUITE_CACHE", str(tmp_path / "cache"))
+    assert main([*ring, "device=cpu", "budget.kimg=0.128", "budget.eval_points=1"]) == 0
+    (run,) = (tmp_path / "r").glob("runs/*/edm/seed0")
+    records = (run / "records.jsonl").read_text()
+    capsys.readouterr()
+    code, out, err = launch(capsys, "eval", str(run), "--grid", "infogrid", "--device", "cpu")
+    assert code == 2 and err == (
+        "error: --grid infogrid is built from the learned information profile, and the sampler of "
+        f"{run} (edm) learned none (its sampler.jsonl holds no profile); use --grid karras, or a run of a "
+        "sampler that learns one (infonoise)\n"
+    )
+    assert (run / "records.jsonl").read_text() == records
+
+
+def test_plan_seeds_refuses_a_negative_difference_instead_of_dropping_its_sign(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["plan-seeds", "--difference", "-5"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        "suite plan-seeds: error: argument --difference: must be a finite number > 0, got -5\n"
+    )

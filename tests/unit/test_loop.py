@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from suite.cli import main
 from suite.config import compose_run
-from suite.records import read_jsonl
+from suite.records import read_json, read_jsonl
 from suite.run.events import Checkpointed, Compiled, Evaluated, Evaluating, Stepped, Ticked
 from suite.run.spec import run_spec
 from suite.run.training import Trainer
@@ -80,7 +81,7 @@ def test_each_evaluation_point_is_checkpointed_before_it_is_evaluated_and_ticks_
     ticks = [e for e in seen if isinstance(e, Ticked)]
     assert read_jsonl(whole.dir.stats) == [stats_row(tick) for tick in ticks]
     assert [tick.evaluations_left for tick in ticks] == [1, 0]
-    assert whole.dir.info()["status"] == "done"
+    assert whole.dir.info()["status"] == "done" and whole.dir.info()["trust_pickle"] is False
 
 
 def test_a_stop_after_a_step_checkpoints_there_and_the_rerun_records_what_an_uninterrupted_run_does(
@@ -102,3 +103,47 @@ def test_a_stop_after_a_step_checkpoints_there_and_the_rerun_records_what_an_uni
     assert resumed.dir.info()["status"] == "done"
     assert untimed(read_jsonl(resumed.dir.stats)) == untimed(read_jsonl(whole.dir.stats))
     assert untimed(resumed.dir.rows()) == untimed(whole.dir.rows())
+
+
+def test_a_typo_learning_rate_fails_the_run_as_diverged_naming_the_tick_and_the_rate_and_is_no_result(
+    tmp_path, capsys, monkeypatch
+):
+    """budget.lr=2e3 (for 2e-3): the loss passes the divergence bound within four steps; the run fails at
+    its tick, nothing after it is recorded, and suite table shows no result of it."""
+    monkeypatch.setenv("SUITE_CACHE", str(tmp_path / "cache"))
+    results = tmp_path / "results"
+    argv = ["run", "--task", "ring2d", "--sampler", "edm", "--budget", "smoke", "--results", str(results)]
+    assert main([*argv, "device=cpu", "budget.lr=2e3", "budget.kimg=0.512", "budget.eval_points=1"]) == 1
+    out = capsys.readouterr().out
+    (run_json,) = results.glob("runs/*/edm/seed0/run.json")
+    error = read_json(run_json)["error"]
+    assert read_json(run_json)["status"] == "failed" and error in out
+    assert (
+        error.startswith("Diverged: loss is ")
+        and " at tick 1 (kimg 0.512; above 1e+12 is divergence)" in error
+    )
+    assert error.endswith(
+        "the run diverged; budget.lr=2000 is large (the suite's budgets train at 1e-4 to 1e-2)"
+    )
+    assert not (run_json.parent / "records.jsonl").exists() and not (run_json.parent / "stats.jsonl").exists()
+    assert main(["table", "--results", str(results)]) == 1
+    assert "error: no records under" in capsys.readouterr().err
+
+
+def test_a_network_broken_by_the_last_step_before_an_evaluation_fails_as_diverged(
+    tmp_path, capsys, monkeypatch
+):
+    """The update after the last loss read breaks the network: its metric is NaN at the evaluation point,
+    and the loss probed there names the divergence (a NaN metric of a sound network keeps its own error)."""
+    monkeypatch.setenv("SUITE_CACHE", str(tmp_path / "cache"))
+    results = tmp_path / "results"
+    argv = ["run", "--task", "ring2d", "--sampler", "edm", "--budget", "smoke", "--results", str(results)]
+    assert main([*argv, "device=cpu", "budget.lr=2e3", "budget.kimg=0.256", "budget.eval_points=2"]) == 1
+    (run_json,) = results.glob("runs/*/edm/seed0/run.json")
+    error = read_json(run_json)["error"]
+    assert (
+        error.startswith("Diverged: ")
+        and " is nan, not a finite number; the evaluation wrote no row; " in error
+    )
+    assert "; the network's loss is " in error and " per example at kimg 0.256: the run diverged; " in error
+    assert [row["kimg"] for row in read_jsonl(run_json.parent / "records.jsonl")] == [0.128] * 4

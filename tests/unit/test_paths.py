@@ -15,6 +15,7 @@ from suite.cli import main
 from suite.launch.plan import plan_runs
 from suite.launch.study import load_study
 from suite.names import path_name
+from suite.report.results import find_runs
 from suite.run.seeds import MAX_SEED, MAX_SEEDS, parse_seeds
 from tests.helpers import fid_extractor  # noqa: F401  (registers "rand-test", which TINY names)
 
@@ -50,15 +51,38 @@ def test_every_name_that_enters_a_run_folder_is_checked_before_anything_is_writt
     assert every_file(tmp_path) == []
 
 
-def test_a_run_folder_reached_through_a_link_out_of_the_results_folder_is_refused(tmp_path):
+def test_a_link_below_runs_leading_a_run_folder_out_of_its_results_is_refused(tmp_path):
+    (planned,) = plan_runs("bfashion", "edm", "smoke", 1, tmp_path / "probe")
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     results = tmp_path / "results"
-    results.mkdir()
-    (results / "runs").symlink_to(outside)
-    with pytest.raises(ValueError, match=rf"resolves to {outside}/bfashion-smoke-\w+/edm/seed0, outside"):
+    comparison = results / "runs" / planned.run_dir.parent.parent.name
+    comparison.parent.mkdir(parents=True)
+    comparison.symlink_to(outside)
+    where = rf"resolves to {outside}/edm/seed0, outside {results.resolve()}/runs"
+    with pytest.raises(ValueError, match=where):
         plan_runs("bfashion", "edm", "smoke", 1, results)
     assert list(outside.iterdir()) == []
+    (outside / "edm" / "seed0").mkdir(parents=True)
+    (outside / "edm" / "seed0" / "run.json").write_text('{"status": "done"}')
+    assert find_runs(results) == []  # status and table read no run a link leads out of runs/
+
+
+def test_a_runs_folder_linked_to_another_disk_works_for_run_status_and_table(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SUITE_CACHE", str(tmp_path / "cache"))
+    disk = tmp_path / "other-disk" / "runs"
+    disk.mkdir(parents=True)
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "runs").symlink_to(disk)
+    small = ["device=cpu", "budget.kimg=0.128", "budget.eval_points=1"]
+    assert main(["run", "--task", "ring2d", "--sampler", "edm", "--results", str(results), *small]) == 0
+    (run,) = disk.glob("*/edm/seed0")
+    assert json.loads((run / "run.json").read_text())["status"] == "done"
+    capsys.readouterr()
+    assert main(["status", "--results", str(results)]) == 0 and "1 run(s): 1 done" in capsys.readouterr().out
+    assert main(["table", "--results", str(results)]) == 0
+    assert "ring2d · smoke · kl-bound" in capsys.readouterr().out
 
 
 def test_a_budget_name_climbing_out_in_a_study_override_is_refused_before_anything_is_written(
@@ -118,3 +142,44 @@ def test_a_huge_seed_range_in_a_study_is_refused_at_once(tmp_path, capsys):
     study.write_text(json.dumps(fields))
     assert main(["run", "--study", str(study), "--results", str(tmp_path / "r"), "--dry-run"]) == 2
     assert f"{study}: seeds '0-10000000' names 10000001 seeds; at most" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("override", ["results=/tmp/elsewhere", "+results=/tmp/elsewhere", "seed=3"])
+def test_a_study_override_choosing_the_results_folder_or_the_seed_is_refused_in_words(
+    tmp_path, capsys, override
+):
+    study = tmp_path / "s.yaml"
+    fields = {"name": "s", "budget": "smoke", "seeds": 1, "tasks": ["ring2d"], "samplers": ["edm"]}
+    study.write_text(json.dumps(fields | {"overrides": [override]}))
+    assert main(["run", "--study", str(study), "--results", str(tmp_path / "r"), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {study}: overrides: {override!r} is not a study override: ")
+    chooser = "suite run --results DIR chooses" if "results" in override else "the study's seeds: key"
+    assert chooser in err and not (tmp_path / "r").exists()
+
+
+def test_a_results_folder_holding_an_interpolation_sign_is_a_path_through_run_status_and_table(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("SUITE_CACHE", str(tmp_path / "cache"))
+    results = tmp_path / "${oc.env:HOME}" / "${x}"
+    small = ["device=cpu", "budget.kimg=0.128", "budget.eval_points=1"]
+    argv = ["--results", str(results)]
+    assert main(["run", "--task", "ring2d", "--sampler", "edm", *argv, *small]) == 0
+    assert f"next: suite table --results '{results}'  (figures" in capsys.readouterr().out  # quoted
+    (run,) = results.glob("runs/*/edm/seed0")
+    assert json.loads((run / "run.json").read_text())["status"] == "done"
+    capsys.readouterr()
+    assert main(["status", *argv]) == 0 and "1 run(s): 1 done" in capsys.readouterr().out
+    assert main(["table", *argv]) == 0 and "ring2d · smoke · kl-bound" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["run", "profile"])
+def test_an_override_without_an_equals_sign_is_answered_in_words(tmp_path, capsys, command):
+    argv = [command, "--task", "ring2d", "--results", str(tmp_path), "budget.kimg"]
+    assert main([*argv, "--dry-run"] if command == "run" else argv) == 2
+    assert capsys.readouterr().err == (
+        "error: the override 'budget.kimg' is not key=value (Hydra: missing EQUAL at '<EOF>'); write "
+        "KEY=VALUE (e.g. budget.kimg=12.8), +KEY=VALUE to add a key, ~KEY to remove one, or quote a value "
+        "holding spaces\n"
+    )

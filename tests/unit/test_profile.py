@@ -149,3 +149,22 @@ def test_a_results_override_contradicting_the_flag_is_refused_before_any_profile
         f"error: the override results={tmp_path / 'a'} contradicts --results"
     )
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_profile_out_inside_a_finished_run_folder_is_refused_before_any_profile_is_computed(tmp_path, capsys):
+    run = tmp_path / "runs" / "ring2d-smoke-aaaa000000" / "edm" / "seed0"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text('{"status": "done"}')
+    assert main(["profile", "--task", "ring2d", "--out", str(run / "profiles")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --out {run / 'profiles'} is inside the run folder {run}, which only its")
+    assert sorted(p.name for p in run.iterdir()) == ["run.json"]
+
+
+def test_profile_results_naming_a_file_is_refused_before_any_profile_is_computed(tmp_path, capsys):
+    file = tmp_path / "results.txt"
+    file.write_text("not a folder")
+    assert main(["profile", "--task", "ring2d", "--results", str(file)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: --results {file} is a file; give a results folder (the one holding runs/)\n"
+    )

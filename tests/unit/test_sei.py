@@ -1,6 +1,8 @@
 """Sei: the released checkpoint's names load, the B-spline pooling, DDSM's input padding, strand averaging,
 the metrics' labels and the errors for missing files."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -18,7 +20,12 @@ from infonoise_modalities.dna.sei import (
     one_hot,
     pad_to_sei,
 )
+from suite.cli import main
+from suite.config import compose_run
 from suite.metrics import METRICS, EvalInputs
+from suite.run.assembly import build_task
+from suite.run.spec import run_spec
+from tests.helpers.payloads import MakeDirOnUnpickle
 
 CPU = torch.device("cpu")
 
@@ -157,3 +164,57 @@ def test_sp_mse_compares_mean_promoter_predictions_of_matched_pairs(tmp_path):
     assert value == pytest.approx(float(np.mean((h_gen - h_real) ** 2)), rel=1e-5)
     with pytest.raises(ValueError, match="matched"):
         metric(EvalInputs(generated, real, matched=None))
+
+
+def write_payload(path, marker):
+    """A file that torch.load(weights_only=False) would unpickle into a call creating ``marker``."""
+    torch.save({"state_dict": {"junk": MakeDirOnUnpickle(marker)}}, path)
+
+
+@pytest.mark.parametrize("metric", ["sei-fid", "sp-mse"])
+@pytest.mark.parametrize("source", ["study file", "command line"])
+def test_trust_pickle_set_in_a_study_file_or_an_override_is_refused_and_the_payload_never_runs(
+    tmp_path, capsys, monkeypatch, metric, source
+):
+    monkeypatch.setenv("SUITE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SUITE_DATA", str(tmp_path / "data"))
+    monkeypatch.delenv("SUITE_TRUST_PICKLE", raising=False)
+    marker = tmp_path / "payload-ran"
+    write_payload(tmp_path / "payload.pth.tar", marker)
+    overrides = [
+        f"+task.metrics.{metric}.trust_pickle=true",
+        f"+task.metrics.{metric}.checkpoint={tmp_path / 'payload.pth.tar'}",
+    ]
+    results = ["--results", str(tmp_path / "results")]
+    if source == "study file":
+        study = tmp_path / "shared.yaml"
+        grid = {"name": "s", "budget": "smoke", "seeds": 1, "tasks": ["dna"], "samplers": ["edm"]}
+        study.write_text(json.dumps(grid | {"overrides": overrides}))
+        argv = ["run", "--study", str(study), *results]
+    else:
+        argv = ["run", "--task", "dna", "--sampler", "edm", "--budget", "smoke", *results, *overrides]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"task.metrics.{metric}.trust_pickle=True" in err and "SUITE_TRUST_PICKLE=1" in err
+    assert not marker.exists() and not (tmp_path / "results" / "runs").exists()
+
+
+def test_a_pickled_sei_checkpoint_is_unpickled_only_under_suite_trust_pickle(tmp_path, monkeypatch):
+    marker = tmp_path / "payload-ran"
+    write_payload(tmp_path / SEI_CHECKPOINT, marker)
+    monkeypatch.delenv("SUITE_TRUST_PICKLE", raising=False)
+    with pytest.raises(ValueError, match="run the command with SUITE_TRUST_PICKLE=1 in its environment"):
+        load_sei(tmp_path / SEI_CHECKPOINT)
+    assert not marker.exists()
+    monkeypatch.setenv("SUITE_TRUST_PICKLE", "1")
+    with pytest.raises(ValueError, match="not a Sei state dict"):
+        load_sei(tmp_path / SEI_CHECKPOINT)
+    assert marker.is_dir()  # the variable, and only it, lets the file's code run
+
+
+def test_a_saved_run_config_holding_trust_pickle_builds_no_metric():
+    """A run folder's config.yaml is read back by suite eval: its task's metrics refuse the switch too."""
+    cfg = compose_run("dna", "edm", "smoke", ["+task.metrics.sp-mse.trust_pickle=true"])
+    task = build_task(run_spec(cfg))
+    with pytest.raises(ValueError, match="task.metrics.sp-mse.trust_pickle=True: a config, study file"):
+        task.metric_options()

@@ -4,8 +4,11 @@ The end-to-end cases on a real cluster are in ``tests/cluster/test_slurm.py``.""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from suite.cli import main
 from suite.launch.cluster import DEFAULT_MAX_ARRAY_SIZE, Resources, load_profile, max_array_size
 from suite.launch.slurm import chunked, executor_parameters
 from suite.report.status import effective_status, last_error_line, parse_sacct
@@ -87,3 +90,32 @@ def test_stale_records_are_corrected_by_the_job_state():
     assert effective_status("pending", "RUNNING") == "running"
     assert effective_status("interrupted", "PENDING") == "interrupted"
     assert effective_status("done", "CANCELLED") == "done"
+
+
+@pytest.mark.parametrize("partition", ["gpu\n#SBATCH --wrap=touch /tmp/x", "gpu;id", "gpu $(id)", "a b"])
+def test_a_partition_that_is_no_slurm_name_is_refused_in_words_before_planning(tmp_path, capsys, partition):
+    argv = ["run", "--task", "ring2d", "--launcher", "slurm", "--dry-run", "--partition", partition]
+    assert main([*argv, "--results", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: --partition {partition!r} is not a SLURM partition name: valid are letters, digits, _ . - "
+        "and commas between names (no whitespace, newline or shell character, which would end up in the job "
+        "script)\n"
+    )
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    "sbatch",
+    ['account: "proj\\n#SBATCH --wrap=id"', "qos: 'normal; id'", "constraint: '`id`'", "'mail user': a@b"],
+)
+def test_every_sbatch_string_of_a_profile_is_checked_as_one_directive(tmp_path, sbatch):
+    profile = tmp_path / "cluster.yaml"
+    profile.write_text(f"defaults: {{gpus_per_run: 1}}\nsbatch:\n  {sbatch}\n")
+    with pytest.raises(ValueError, match=rf"^{profile}: sbatch option"):
+        load_profile(str(profile))
+    allowed = "sbatch:\n  account: my-project\n  constraint: 'intel&(a100|h100)'\n  exclusive: true\n"
+    profile.write_text(allowed)
+    assert load_profile(str(profile)).sbatch["constraint"] == "intel&(a100|h100)"
+    profile.write_text('defaults: {partition: "gpu\\nx"}\n')
+    with pytest.raises(ValueError, match=re.escape("partition 'gpu\\nx' is not a SLURM partition name")):
+        load_profile(str(profile)).resources("ring2d", "points")

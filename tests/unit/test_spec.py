@@ -6,6 +6,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
+from suite.cli import main
 from suite.config import compose_run, group_options
 from suite.records import read_json
 from suite.run.assembly import build_parts
@@ -104,7 +105,7 @@ def test_a_guidance_scale_outside_zero_to_infinity_is_refused_naming_it(guidance
         run_spec(cfg)
     (line,) = [problem for problem in err.value.problems if "guidance" in problem]
     assert f"guidance {guidance!r}: must be a number in (0, inf)" in line or line == (
-        f"budget.eval.guidance={guidance!r}: must be a number >= 0"  # the reader's own range check
+        f"budget.eval.guidance={guidance!r}: must be a finite number >= 0"  # the reader's own range check
     )
 
 
@@ -121,3 +122,25 @@ def test_a_guidance_scale_on_an_unconditional_task_is_refused_as_unconditional_b
         "cifar10_cond", "edm", "smoke", ["task.cond_dropout=0.1", "budget.eval.guidance=3"]
     )
     assert run_problems(conditional) == []
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "budget.lr=nan",
+        "budget.ema_halflife_kimg=inf",
+        "budget.grad_clip=nan",
+        "budget.tick_kimg=inf",
+        "budget.kimg=inf",
+        "budget.kimg=nan",
+        "task.sigma_data=nan",
+        "sampler.p_mean=nan",
+        "task.metrics.kl-bound.samples=inf",
+    ],
+)
+def test_a_non_finite_config_value_is_refused_by_a_dry_run_naming_its_key(tmp_path, capsys, override):
+    argv = ["run", "--task", "ring2d", "--sampler", "edm", "--dry-run", "--results", str(tmp_path), override]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    key, value = override.split("=")
+    assert f"  {key}={value}: must be a finite" in err and "nothing was run" in err

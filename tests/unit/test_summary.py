@@ -108,7 +108,7 @@ def test_a_results_path_that_is_a_file_is_one_error_line(tmp_path: Path, capsys)
     assert main(["table", "--results", str(tmp_path / "notes.txt")]) == 2
     err = capsys.readouterr().err
     assert (
-        err.startswith(f"error: {tmp_path / 'notes.txt'} is a file; give a results folder")
+        err.startswith(f"error: --results {tmp_path / 'notes.txt'} is a file; give a results folder")
         and err.count("\n") == 1
     )
 

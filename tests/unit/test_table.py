@@ -16,7 +16,7 @@ import pytest
 
 from suite.records import read_jsonl, write_json, write_jsonl
 from suite.report.rendering import COMPARISON_CAPTION, render
-from suite.report.rows import final_rows, load_records, parse_targets
+from suite.report.rows import final_rows, finished, load_records, parse_targets
 from suite.report.table import comparison_caption, comparison_stats, comparison_table
 from suite.report.table_command import print_tables
 from suite.report.time_to_target import first_crossing, time_to_target, time_to_target_table
@@ -763,3 +763,25 @@ def test_the_caption_names_the_guidance_scale_of_guided_rows_only_and_where_it_c
         "scale: suite guidance --rescore, docs/text.md)"
     )
     assert comparison_caption(load_records(tmp_path)) == COMPARISON_CAPTION + note
+
+
+def test_a_done_run_whose_stats_hold_a_nan_loss_is_diverged_in_status_and_never_a_result(tmp_path: Path):
+    """A run recorded done with NaN losses (before a divergence failed a run) is no table value."""
+    from suite.report.status import collect
+
+    for seed in (0, 1):
+        write_run(tmp_path, "bfashion", "edm", seed, [(10, 50.0), (20, 2.0)])
+    bad = write_run(tmp_path, "bfashion", "infonoise", 0, [(10, 40.0), (20, 1.873)])
+    write_jsonl(bad / "stats.jsonl", [{"nimg": 10_000, "kimg": 10.0, "loss": math.nan}])
+    write_run(tmp_path, "bfashion", "infonoise", 1, [(10, 40.0), (20, 1.5)])
+    write_jsonl(bad.parent / "seed1" / "stats.jsonl", [{"nimg": 10_000, "kimg": 10.0, "loss": 2.8e15}])
+    status = collect(tmp_path).set_index("seed")
+    infonoise = status[status["sampler"] == "infonoise"]
+    assert infonoise["status"].tolist() == ["diverged", "diverged"]
+    assert infonoise["error"].tolist() == [
+        "stats.jsonl: loss nan at kimg 10.0: the run diverged",
+        "stats.jsonl: loss 2800000000000000.0 at kimg 10.0: the run diverged",
+    ]
+    records = load_records(tmp_path)
+    assert set(finished(records)["sampler"]) == {"edm"}
+    assert cell_value(comparison_table(records), "bfashion", "infonoise") == "– (paper 0.69)"
