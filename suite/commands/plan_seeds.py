@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--speedup",
-        type=float,
+        type=positive_number,
         default=None,
         help="also plan the time ratio for this speed-up (e.g. 1.5), stated before looking",
     )
@@ -36,17 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from suite.report.seed_plan import print_seed_plan
 
-    if not args.difference > 0:
+    if args.speedup == 1:
         print(
-            f"error: --difference {args.difference:g}: give the size of the difference to detect, a positive "
-            "number in the metric's units (the plan covers both directions)",
-            file=sys.stderr,
-        )
-        return 2
-    if args.speedup is not None and not (args.speedup > 0 and args.speedup != 1):
-        print(
-            f"error: --speedup {args.speedup:g}: give a positive speed-up other than 1 (e.g. 1.5)",
-            file=sys.stderr,
+            "error: --speedup 1: give the speed-up worth detecting, other than 1 (e.g. 1.5)", file=sys.stderr
         )
         return 2
     return print_seed_plan(args.results, args.difference, args.power, args.target_samplers, args.speedup)

@@ -427,8 +427,8 @@ def test_plan_seeds_plans_a_stated_difference_from_the_upper_bound_of_the_log_sc
         f"| laplace | edm | Holm over 2 (2.5% first step) | log | 3 | {format_value(d.std(ddof=1))} | "
         f"{format_value(bound)} | {format_value(wanted)} | {needed} |"
     ) in out
-    assert cli_main(["plan-seeds", "--results", str(three_pairs), "--difference", "-5"]) == 2
-    assert "--difference -5: give the size of the difference" in capsys.readouterr().err
+    assert cli_main(["plan-seeds", "--results", str(three_pairs), "--difference", "1", "--speedup", "1"]) == 2
+    assert "--speedup 1: give the speed-up worth detecting" in capsys.readouterr().err
     assert (
         cli_main(["plan-seeds", "--results", str(three_pairs), "--difference", "1", "--speedup", "1.5"]) == 0
     )
