@@ -10,7 +10,11 @@ denoiser D*) is in closed form:
   ``spread`` ≪ ``sub_scale`` ≪ 1, all drawn from ``structure_seed``. Which cluster a point belongs to is
   decided at σ of the order of the cluster distances (≈ √(2d)), which sub-cluster at σ of the order of
   √(2d)·``sub_scale``: the entropy-rate profile MMSE(σ)/σ² has two bands, of ln(clusters) and
-  ln(subclusters) nats, a decade or more apart, and a continuous part below σ ≈ ``spread``.
+  ln(subclusters) nats, a decade or more apart, and a continuous part below σ ≈ ``spread``;
+* ``fitted``: a mixture of spherical Gaussians fitted to real data and shipped as a JSON ``file`` beside
+  this module (weights, means, standard deviations and the provenance of the fit, checked by its
+  ``sha256``): ``fashion_mixture.json`` is Fashion-MNIST on its first 32 principal components, 64
+  components by EM (``scripts/fit_fashion_mixture.py``), so the information profile is the data's.
 
 ``IsotropicMixture`` computes the same posterior mean as ``GaussianMixtureData`` through matrix products
 (‖x − μ_k‖² = ‖x‖² − 2xᵀμ_k + ‖μ_k‖², and Σ_k r_k(μ_k + λ_k(x − μ_k)) = Σ_k r_k(1 − λ_k)μ_k + (Σ_k r_kλ_k)x
@@ -25,8 +29,11 @@ over draws x of the noisy data otherwise (Rao–Blackwellised, as
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -35,7 +42,10 @@ from torch import Tensor
 from suite.noise.analytic import AnalyticData, GaussianData, GaussianMixtureData
 from suite.noise.information import isotropic_mixture_mmse_2d
 
-KINDS = ("ring", "two-scale")
+KINDS = ("ring", "two-scale", "fitted")
+
+
+FITTED = Path(__file__).resolve().parent
 
 
 class IsotropicMixture(GaussianMixtureData):
@@ -90,6 +100,29 @@ def two_scale(
     return IsotropicMixture(means, spread * k, k)
 
 
+def fitted(file: str, sha256: str) -> IsotropicMixture:
+    """The spherical mixture stored in ``file`` (a name beside this module), refused unless its content's
+    SHA-256 is ``sha256``."""
+    path = FITTED / file
+    if path.parent != FITTED or not path.is_file():
+        known = sorted(p.name for p in FITTED.glob("*.json"))
+        raise ValueError(
+            f"distribution.file={file!r} is not a fitted mixture beside {FITTED}; valid: {known}"
+        )
+    content = path.read_bytes()
+    digest = hashlib.sha256(content).hexdigest()
+    if digest != sha256:
+        raise ValueError(
+            f"{path}: sha256 {digest} is not the configured {sha256}: the file changed; refit it with "
+            "scripts/fit_fashion_mixture.py and set distribution.sha256 to the new digest"
+        )
+    stored = json.loads(content)
+    means = torch.tensor(stored["means"], dtype=torch.float64)
+    stds = torch.tensor(stored["stds"], dtype=torch.float64)
+    weights = torch.tensor(stored["weights"], dtype=torch.float64)
+    return IsotropicMixture(means, stds, weights)
+
+
 def build_distribution(cfg: Mapping[str, Any]) -> IsotropicMixture:
     """The distribution a task config's ``distribution`` mapping names (``kind`` and its parameters)."""
     params = dict(cfg)
@@ -103,6 +136,11 @@ def build_distribution(cfg: Mapping[str, Any]) -> IsotropicMixture:
             return ring(
                 int(params.pop("components")), float(params.pop("radius")), float(params.pop("spread"))
             )
+        if kind == "fitted":
+            data = fitted(str(params.pop("file")), str(params.pop("sha256")))
+            if params:
+                raise ValueError(f"distribution.kind=fitted: unknown parameters {sorted(params)}")
+            return data
         data = two_scale(
             int(params.pop("dim")),
             int(params.pop("clusters")),

@@ -449,3 +449,41 @@ def test_suite_eval_null_refuses_the_options_of_another_protocol_naming_them():
         ValueError, match=r"--null scores the run's own protocol with every metric; drop --metric"
     ):
         eval_command.run(args)
+
+
+# -- the mixture fitted to real data ---------------------------------------------------------------------
+def test_the_fitted_fashion_mixtures_optimal_denoiser_is_the_closed_form_posterior_mean():
+    """D*(x; σ) = Σ_k r_k(μ_k + s_k²/(s_k² + σ²)(x − μ_k)), r_k ∝ w_k N(x; μ_k, (s_k² + σ²)I), computed
+    here in numpy from the shipped file, equals the task's distribution's at points across the σ range; the
+    mixture has the 32 dimensions and 64 components its provenance states, and coordinates of root mean
+    square 1."""
+    import json
+
+    spec = run_spec(compose_run("fashion_gmm", "edm", "demo", ["device=cpu"]))
+    data = build_task(spec).distribution
+    stored = json.loads((Path(point_metrics.__file__).parent / "fashion_mixture.json").read_text())
+    w, mu, s = (np.array(stored[key]) for key in ("weights", "means", "stds"))
+    assert mu.shape == (64, 32) and stored["provenance"]["converged"]
+    x = data.sample(6, torch.Generator().manual_seed(3))
+    sigma = torch.tensor([0.01, 0.1, 0.5, 1.0, 3.0, 20.0], dtype=torch.float64)
+    noisy = x + sigma[:, None] * torch.randn(
+        x.shape, generator=torch.Generator().manual_seed(4), dtype=torch.float64
+    )
+    for point, level, got in zip(
+        noisy.numpy(), sigma.numpy(), data.posterior_mean(noisy, sigma).numpy(), strict=True
+    ):
+        var = s**2 + level**2
+        logits = np.log(w / w.sum()) - 0.5 * ((point - mu) ** 2).sum(1) / var - 0.5 * 32 * np.log(var)
+        r = np.exp(logits - logits.max())
+        r /= r.sum()
+        expected = (r[:, None] * (mu + (s**2 / var)[:, None] * (point - mu))).sum(0)
+        assert got == pytest.approx(expected, rel=1e-9, abs=1e-9)
+    mean, cov = moments(data)
+    assert float(torch.diagonal(cov).mean() + mean.square().mean()) == pytest.approx(1.0, rel=1e-5)
+
+
+def test_a_fitted_mixture_whose_file_changed_is_refused_naming_the_digest():
+    with pytest.raises(ValueError, match="sha256 04e1417e.* is not the configured 00: the file changed"):
+        build_distribution({"kind": "fitted", "file": "fashion_mixture.json", "sha256": "00"})
+    with pytest.raises(ValueError, match="distribution.file='../x.json' is not a fitted mixture"):
+        build_distribution({"kind": "fitted", "file": "../x.json", "sha256": "00"})
