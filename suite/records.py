@@ -84,6 +84,12 @@ EVALUATION_COLUMNS = (
 )  # fmt: skip
 
 
+# ``extra["weights"]`` of the final rows of a run that selects a checkpoint (``suite.run.selection``): the
+# selected raw weights give the run's final values; the final EMA's values are kept beside them
+SELECTED_WEIGHTS = "best-validation raw"
+EMA_WEIGHTS = "final EMA"
+
+
 def evaluation_row(*, nimg: int, spec: MetricSpec, result: dict[str, float], **fields: Any) -> dict[str, Any]:
     """One tidy evaluation row: the metric's spec and value, its extras (e.g. a spread over k-means seeds),
     and the run's identifying fields; every column of ``EVALUATION_COLUMNS`` must be given."""
