@@ -8,7 +8,9 @@ chr10, never shifted), and after the training of each epoch whose 0-based index 
 (``score_model.eval()``, line 459), generates one sample per validation window conditioned on its own CAGE
 signal, and computes the validation SP-MSE (line 492); a value below the best so far (strictly, line 496)
 becomes the best and the raw weights are saved (``torch.save(score_model.state_dict(), ...)``, line 498). No
-EMA is kept.
+EMA is kept. Its mean runs over a fixed array of 2,915 rows (lines 363 and 480-487: the full batches of 128
+validation windows, zero rows, and the last 128 windows again at the end), a weighting of the same squared
+differences where chr10 holds fewer windows; the suite's mean takes each validation window once.
 
 Here ``budget.selection`` (``suite.run.spec.SelectionSpec``: metric, ``every_epochs``, ``first_epoch``)
 states the schedule; the points are processed-example counts derived from the training examples the run
