@@ -78,6 +78,7 @@ FLAG_COLUMNS = ("higher_is_better", "stand_in_data", "substitute_metric", "paper
 EVIDENCE_MARKER = "EVIDENCE"
 DAMAGED = "run.json damaged"
 GRID_LABELS = {"karras": "Karras", "infogrid": "InfoGrid", "infogrid-rescaled": "InfoGrid rescaled"}
+EMA_BESIDE = f", {EMA_WEIGHTS} weights"  # the end of the final EMA rows' protocol label (selection)
 
 
 def base_name(label: str) -> str:
@@ -340,6 +341,12 @@ def own_guidance(run: RunRecord) -> float:
     return math.nan if value is None else float(value)
 
 
+def protocol_words(protocol: str) -> str:
+    """ "(re-scored: InfoGrid, 18 steps)" for a protocol ``suite eval`` added; "(Karras, 18 steps, final EMA
+    weights)" for the final EMA's rows the training loop keeps beside the selected ones."""
+    return f" ({protocol})" if protocol.endswith(EMA_BESIDE) else f" (re-scored: {protocol})"
+
+
 def protocol_label(grid: str, steps: float) -> str:
     """ "InfoGrid, 18 steps": the solver grid and step count a row was scored with."""
     name = GRID_LABELS.get(grid, grid)
@@ -367,9 +374,7 @@ def with_protocol(
     ema_beside = weights_of(df) == EMA_WEIGHTS
     is_own = (df["grid"] == "karras") & (own_of.isna() | (steps == own_of)) & ~other_scale & ~ema_beside
     labels = [
-        protocol_label(g, s)
-        + (f", guidance {c:g}" if other else "")
-        + (f", {EMA_WEIGHTS} weights" if ema else "")
+        protocol_label(g, s) + (f", guidance {c:g}" if other else "") + (EMA_BESIDE if ema else "")
         for g, s, c, other, ema in zip(df["grid"], steps, scale, other_scale, ema_beside, strict=True)
     ]
     return df.assign(steps=steps, own_steps=own_of, protocol=np.where(is_own, "", labels))
