@@ -150,6 +150,12 @@ class Selection:
             weights = {key: tensor.detach().cpu().clone() for key, tensor in model.state_dict().items()}
             record["best"] = {"nimg": nimg, "value": value, "model": weights}
         self.publish()
+        best, metric = record["best"], self.select.metric
+        print(
+            f"validation {metric} at kimg {nimg / 1000:g}: {value:.6g} (best {best['value']:.6g} at kimg "
+            f"{best['nimg'] / 1000:g}; {len(record['checks'])} of {len(self.points)} checks)",
+            flush=True,
+        )
         return True
 
     def publish(self) -> None:
