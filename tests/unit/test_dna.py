@@ -9,6 +9,7 @@ import copy
 import gzip
 import hashlib
 import math
+import re
 import shutil
 import tarfile
 
@@ -516,3 +517,14 @@ def test_a_run_stopped_during_a_validation_check_resumes_with_the_best_so_far_an
         for run in ("whole", "cut")
     }
     assert final["whole"] == final["cut"]
+
+
+def test_selection_on_an_unknown_metric_or_without_a_validation_split_is_refused_naming_the_choices(tmp_path):
+    base = ["device=cpu", "task.stand_in_train=64", "task.stand_in_reference=16", "budget.batch=8"]
+    for metric, message in (
+        ("sp-mse", "budget.selection.metric='sp-mse' is not a metric of task dna; valid: random-feature-fd"),
+        ("random-feature-fd", "budget.selection scores the task's validation split; task dna loaded none"),
+    ):
+        overrides = [*base, f"+budget.selection={{metric: {metric}, every_epochs: 1}}"]
+        with pytest.raises(ValueError, match=re.escape(message)):
+            Trainer(run_spec(compose_run("dna", "edm", "smoke", overrides)), tmp_path / metric)
