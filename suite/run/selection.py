@@ -6,7 +6,7 @@ builds the validation windows with ``TSSDatasetS(split='valid', n_tsses=40000, r
 chr10, never shifted), and after the training of each epoch whose 0-based index is a multiple of 5
 (``if epoch % 5 == 0:``, line 458: after 1, 6, 11, …, 196 epochs) puts the raw network in eval mode
 (``score_model.eval()``, line 459), generates one sample per validation window conditioned on its own CAGE
-signal, and computes the validation SP-MSE (line 492); a value below the best so far (strictly, line 496)
+signal, and computes the validation SP-MSE (line 492); a value below the best so far (strictly, line 495)
 becomes the best and the raw weights are saved (``torch.save(score_model.state_dict(), ...)``, line 498). No
 EMA is kept. Its mean runs over a fixed array of 2,915 rows (lines 363 and 480-487: the full batches of 128
 validation windows, zero rows, and the last 128 windows again at the end), a weighting of the same squared
