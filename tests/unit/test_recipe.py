@@ -1,6 +1,7 @@
 """Recipe cards (suite.report.recipe): each paper row composed against its card, at paper and short."""
 
 import math
+import re
 
 import pytest
 
@@ -93,7 +94,8 @@ def test_a_selection_with_an_unknown_key_or_no_positive_interval_is_refused_nami
     with pytest.raises(SpecError) as err:
         run_spec(compose_run("dna", "edm", "smoke", overrides))
     assert "budget.selection.every: not a key; valid: metric, every_epochs, first_epoch" in str(err.value)
-    assert "budget.selection.every_epochs=None: must be a positive number" in str(err.value)
+    interval = r"budget\.selection\.every_epochs=None: must be a (finite )?positive number"
+    assert re.search(interval, str(err.value))
 
 
 def test_a_card_entry_needs_exactly_one_of_source_and_own_and_a_known_derivation():
