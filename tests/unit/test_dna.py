@@ -23,6 +23,7 @@ from infonoise_modalities.dna import data as dna
 from infonoise_modalities.dna.network import SeqNet, dilated_conv1d
 from suite.config import compose_run
 from suite.records import RunDirectory
+from suite.report.quality_figure import final_protocol_text
 from suite.report.results import records_frame
 from suite.report.rows import final_rows, with_row_labels
 from suite.run.checkpoint import FAULT_ENV
@@ -485,6 +486,8 @@ def test_the_final_sp_mse_comes_from_the_raw_weights_of_the_best_validation_chec
     by_protocol = dict(zip(final["protocol"], final["value"], strict=True))
     assert by_protocol == {"": selected["value"], "Karras, 2 steps, final EMA weights": ema["value"]}
     assert frame.loc[frame["value"] == selected["value"], "final_protocol"].all()  # not a curve point
+    words = final_protocol_text(frame[frame["final_protocol"]])  # the quality figure's legend
+    assert words == f"{len(trainer.data.reference)} samples, 5 sets, best-validation raw weights"
     labels = sorted(set(with_row_labels(final)["row"]))
     assert len(labels) == 2 and labels[1] == labels[0] + " (Karras, 2 steps, final EMA weights)"
 
