@@ -71,13 +71,12 @@ class Trainer:
         self.batch = step.batch
         self.train_step = CompiledStep(step, verbose=self.ctx.is_main)
         self.events = Events()
-        self.selection = None
+        self.selection: Selection | None = None
         if spec.budget.selection is not None:  # best-validation checkpoint selection
             self.selection = Selection(spec, self.task, self.data, self.state, self.dir, self.evaluator)
-        loop = Loop(
+        self.loop = Loop(
             self.train_step, spec.budget, self.dir, self.evaluator, self.events, self.ctx, self.selection
         )
-        self.loop = loop
 
     @property
     def nimg(self) -> int:
