@@ -11,7 +11,8 @@ A run directory holds
                   steps, NFE, generated samples, reference examples and the size of the reference split
                   they were drawn from (rows written before ``steps`` and ``reference_split`` existed are
                   read as the run's own protocol, see ``suite.report.results``)
-  checkpoints/    see ``suite.run.checkpoint``
+  checkpoints/    see ``suite.run.checkpoint``; with best-validation selection also ``best-validation.pt``,
+                  the best raw weights so far (``suite.run.selection``)
   snapshots/      the EMA network and sampler state at each evaluation point (``suite eval`` re-scores them)
 JSON files are replaced atomically (write to a temporary file, fsync, rename), with the mode a plain
 ``open`` gives, 0666 less the process's umask (``mkstemp``'s own 0600 would hide them from colleagues on a
@@ -98,6 +99,12 @@ EVALUATION_COLUMNS = (
     "reference_split", "guidance", "importance_weighting", "comparison_hash", "config_hash", "eval_seconds",
     "wall_time",
 )  # fmt: skip
+
+
+# ``extra["weights"]`` of the final rows of a run that selects a checkpoint (``suite.run.selection``): the
+# selected raw weights give the run's final values; the final EMA's values are kept beside them
+SELECTED_WEIGHTS = "best-validation raw"
+EMA_WEIGHTS = "final EMA"
 
 
 def evaluation_row(*, nimg: int, spec: MetricSpec, result: dict[str, float], **fields: Any) -> dict[str, Any]:

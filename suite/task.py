@@ -124,7 +124,8 @@ class TaskData:
     ``variant`` names exactly what was loaded; ``stand_in`` is true when it is not the task's real full
     data set (such records are never mixed with real-data records); ``fingerprint`` is a hash of the
     content as loaded — the comparison depends on it, not on where the files sit (``source``, recorded
-    only); ``info`` holds recorded facts such as σ_data and the encoding.
+    only); ``info`` holds recorded facts such as σ_data and the encoding; ``validation`` is the split that
+    best-validation checkpoint selection scores (``suite.run.selection``), None where the task has none.
     """
 
     train: Split
@@ -134,6 +135,7 @@ class TaskData:
     fingerprint: str
     source: str
     info: dict[str, Any] = field(default_factory=dict)
+    validation: Split | None = None
 
 
 def content_fingerprint(*parts: np.ndarray | Tensor | bytes | str) -> str:

@@ -78,11 +78,15 @@ def format_eta(seconds: float) -> str:
 
 
 def evaluation_line(row: Mapping[str, Any]) -> str:
-    """One line for an evaluation row: point, metric, value and its protocol, and how long it took."""
+    """One line for an evaluation row: point, metric, value and its protocol (with the weights of a final
+    row of a run that selects a checkpoint), and how long it took."""
+    extra = row.get("extra")
+    weights = extra.get("weights") if isinstance(extra, Mapping) else None
     return (
         f"eval kimg {row['kimg']:g}  {row['metric']} {row['value']:.6g}  ({row['n_samples']} samples, "
         f"{row['n_reference']} references, grid {row['grid']} {row['steps']} steps, NFE {row['nfe']}, "
-        f"{row['eval_seconds']:.1f} s)"
+        + (f"{weights} weights, " if weights else "")
+        + f"{row['eval_seconds']:.1f} s)"
     )
 
 

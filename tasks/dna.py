@@ -17,6 +17,9 @@ the channels; reference examples decode exactly (a uniform column is N). Conditi
 the CAGE track (≥ 0); the null condition of classifier-free guidance is a track of −1
 (``infonoise_modalities.dna.network``).
 
+The validation windows (chr10, never shifted) are ``TaskData.validation``: best-validation checkpoint
+selection scores them (``budget.selection``, ``suite.run.selection``; the stand-in has none).
+
 Metrics (``infonoise_modalities/dna/sei.py``): Sei-FID against the reference split and DDSM's SP-MSE
 with the released Sei checkpoint (found under ``root`` after ``suite data dna``: the metrics take the
 task's ``root`` as a ``task_keys`` default). The labelled ``fallback_metrics`` (a Fréchet distance on a
@@ -116,8 +119,11 @@ class DnaTask(Task):
         root = self.cfg.get("root")
         return None if root is None else Path(str(root)).expanduser()
 
-    def _windows(self) -> tuple[dna.Windows, np.ndarray, dna.Windows, np.ndarray, str, bool, str]:
-        """(train windows, their indices, reference windows, their indices, variant, stand_in, source)."""
+    def _windows(
+        self,
+    ) -> tuple[dna.Windows, np.ndarray, dna.Windows, np.ndarray, str, bool, str, np.ndarray | None]:
+        """(train windows, their indices, reference windows, their indices, variant, stand_in, source, the
+        indices of the validation windows (chr10) among the train windows' set: None for the stand-in)."""
         root = self._root()
         split = str(self.cfg.get("reference_split", "test"))
         if split not in ("test", "valid"):
@@ -137,7 +143,8 @@ class DnaTask(Task):
                 f"DDSM human promoters, first {min(n_tsses, rows)} FANTOM CAT TSSs: {len(train)} train and "
                 f"{len(reference)} {split} ({chroms}) windows of {self.seq_len} bp"
             )
-            return windows, train, windows, reference, variant, rows < n_tsses, str(root)
+            valid = windows.split_indices("valid", n_tsses)
+            return windows, train, windows, reference, variant, rows < n_tsses, str(root), valid
         if not self.allow_stand_in:
             raise dna.missing_data_error(
                 "null", "no prepared promoter data configured (and budget.allow_stand_in is false)"
@@ -149,7 +156,7 @@ class DnaTask(Task):
             f"{n_train} train / {n_reference} reference windows of {self.seq_len} bp of bacterial "
             f"DNA (kaptive-example; held-out assembly {reference_w.chrom_names[0]}), synthetic CAGE track"
         )
-        return (train_w, np.arange(n_train), reference_w, np.arange(n_reference), variant, True, source)
+        return (train_w, np.arange(n_train), reference_w, np.arange(n_reference), variant, True, source, None)
 
     def data_problems(self) -> list[str]:
         """The prepared folder and its four files (``suite data dna``), or the stand-in permission (the Sei
@@ -166,7 +173,7 @@ class DnaTask(Task):
         return []
 
     def load(self) -> TaskData:
-        train_w, train, reference_w, reference, variant, stand_in, source = self._windows()
+        train_w, train, reference_w, reference, variant, stand_in, source, valid = self._windows()
         if len(train) == 0 or len(reference) == 0:
             raise ValueError(
                 f"{source}: {len(train)} train and {len(reference)} reference windows; need both"
@@ -188,8 +195,14 @@ class DnaTask(Task):
             "train_jitter_bp": jitter,
             "train_windows": len(train),
         }
+        validation = None
+        if valid is not None and len(valid):  # never shifted; the fingerprint covers the train and reference
+            codes = np.asarray(train_w.sequences[valid])
+            signal = np.asarray(train_w.signal[valid]) if self.conditional else None
+            validation = WindowSplit(codes, signal, train_w.flank, 0)
+            info["valid_windows"] = len(valid)
         fingerprint = content_fingerprint(*parts)
-        return TaskData(splits[0], splits[1], variant, stand_in, fingerprint, source, info)
+        return TaskData(splits[0], splits[1], variant, stand_in, fingerprint, source, info, validation)
 
     def build_network(self, preset: Mapping[str, Any]) -> nn.Module:
         return SeqNet(self.seq_len, signal_channels=1 if self.conditional else 0, **dict(preset))

@@ -34,11 +34,17 @@ def quality_label(row: pd.Series) -> str:
 
 
 def final_protocol_text(final: pd.DataFrame) -> str:
-    """The protocol of final-protocol rows in words: "50000 samples, best of 3 seed ranges"."""
+    """The protocol of final-protocol rows in words: "50000 samples, best of 3 seed ranges"; "…, 5 sets,
+    best-validation raw weights" for the selected weights of a run that selects a checkpoint."""
     samples = sorted({int(n) for n in pd.to_numeric(final["n_samples"], errors="coerce").dropna()})
-    ranges = sorted({int(e.get("n_ranges", 1)) for e in final["extra"] if isinstance(e, dict)})
+    extras = [e for e in final["extra"] if isinstance(e, dict)]
+    ranges = sorted({int(e.get("n_ranges", 1)) for e in extras})
+    sets = sorted({int(e.get("n_sets", 1)) for e in extras})
+    weights = sorted({str(e["weights"]) for e in extras if e.get("weights")})
     text = f"{'/'.join(map(str, samples))} samples" if samples else "another protocol"
-    return text + (f", best of {'/'.join(map(str, ranges))} seed ranges" if ranges and ranges != [1] else "")
+    text += f", best of {'/'.join(map(str, ranges))} seed ranges" if ranges and ranges != [1] else ""
+    text += f", {'/'.join(map(str, sets))} sets" if sets and sets != [1] else ""
+    return text + "".join(f", {w} weights" for w in weights)
 
 
 def figure_target(rows: pd.DataFrame) -> tuple[pd.DataFrame, str]:

@@ -7,7 +7,8 @@ carded budget shares), the settings that decide a result. Each entry names
 - ``setting``: what it is (one of :data:`REQUIRED`, or any further name);
 - ``key``: a dotted key of the composed run config (``budget.lr``, ``task.network.dropout``), or
   ``derived.<name>``, a quantity computed from it (:data:`DERIVED`: steps, epochs, NFE, the per-step EMA
-  decay, the optimiser), or null for a setting the task does not have (its value null too);
+  decay, the optimiser, the weights the final values come from), or null for a setting the task does not
+  have (its value null too);
 - ``value``: the reference's value (or, for an own choice, the suite's);
 - exactly one of ``source`` (repository, file and symbol or line, or paper section) and ``own`` (why the
   suite chose it where no reference fixes it);
@@ -98,6 +99,13 @@ def _optimiser(cfg: DictConfig, card: dict[str, Any]) -> str:
     return f"Adam(betas={list(ADAM_BETAS)}, eps={ADAM_EPS:g}, weight_decay=0)"
 
 
+def _final_weights(cfg: DictConfig, card: dict[str, Any]) -> str:
+    """The weights a run's final values come from: the raw weights of its best validation check where the
+    budget selects a checkpoint (``budget.selection``, ``suite.run.selection``), else the EMA's."""
+    metric = OmegaConf.select(cfg, "budget.selection.metric", default=None)
+    return "EMA" if metric is None else f"raw, best validation {metric}"
+
+
 DERIVED: dict[str, Callable[[DictConfig, dict[str, Any]], Any]] = {
     "steps": _steps,
     "epochs": _epochs,
@@ -105,6 +113,7 @@ DERIVED: dict[str, Callable[[DictConfig, dict[str, Any]], Any]] = {
     "lr_warmup_steps": _lr_warmup_steps,
     "nfe": _nfe,
     "optimiser": _optimiser,
+    "final_weights": _final_weights,
 }
 
 

@@ -36,7 +36,7 @@ from suite.records import now, write_atomic
 from suite.report.plots import discover_runs, figure_stem, write_figures
 from suite.report.profile import ProfileFn
 from suite.report.rendering import incomplete_note, to_markdown
-from suite.report.results import RunRecord, find_runs
+from suite.report.results import EMA_BESIDE, RunRecord, find_runs, protocol_words
 from suite.report.rows import TARGET_BASELINES, load_published, load_records, parse_targets, sampler_order
 from suite.report.three_tables import render_tables
 
@@ -168,7 +168,7 @@ def records_section(results: Path, records: pd.DataFrame) -> list[str]:
             for protocol, rows in list(mine.groupby("protocol", sort=True)) or [("", mine)]:
                 table.append(
                     {
-                        "sampler": f"{run.label} (re-scored: {protocol})" if protocol else run.label,
+                        "sampler": f"{run.label}{protocol_words(protocol)}" if protocol else run.label,
                         "seed": run.seed,
                         "status": status,
                         "metric": ", ".join(sorted(set(rows["metric"]))) or "–",
@@ -176,7 +176,7 @@ def records_section(results: Path, records: pd.DataFrame) -> list[str]:
                         "run directory": str(run.path.relative_to(results)),
                     }
                 )
-                if protocol:
+                if protocol and not protocol.endswith(EMA_BESIDE):  # the training loop wrote those
                     rescored.append(eval_command(run.path, rows, mine[mine["protocol"] == ""]))
         lines += [to_markdown(pd.DataFrame(table)), "", "```bash"]
         for label in order:

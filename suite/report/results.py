@@ -18,7 +18,11 @@ Final protocol. A budget may score the last evaluation point another way than th
 (``budget=paper``: the minimum FID over three ranges of 50k samples, EDM's protocol, after 10k-sample FIDs;
 ``suite.run.evaluation``). Such a row carries ``final_protocol`` True: an own-protocol row at its run's last
 evaluation point of the metric that is the best of several seed ranges (``extra.n_ranges`` > 1) or was
-scored on another number of samples than the run's first own-protocol row of the metric. Time to target
+scored on another number of samples than the run's first own-protocol row of the metric, or that a run
+with best-validation selection scored with its selected raw weights (``extra.weights`` is
+``suite.records.SELECTED_WEIGHTS``; ``suite.run.selection``): these are the run's final values. The final
+EMA's rows of such a run (``extra.weights`` ``EMA_WEIGHTS``) are a protocol of their own, labelled
+"…, final EMA weights", beside them and never averaged with them. Time to target
 reads the curves without these points (``suite.report.table``), the figures mark them apart
 (``suite.report.plots``). Records incomplete. A ``done`` run whose records stop short is flagged with the
 reason (:attr:`RunRecord.records_incomplete`, the ``records_incomplete`` column), so that every view shows it
@@ -52,7 +56,9 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from suite.records import (
+    EMA_WEIGHTS,
     EVALUATION_COLUMNS,
+    SELECTED_WEIGHTS,
     JsonlContent,
     LinkedRunFile,
     RunDirectory,
@@ -80,6 +86,7 @@ EVIDENCE_MARKER = "EVIDENCE"
 DAMAGED = "run.json damaged"
 DIVERGED = "diverged"
 GRID_LABELS = {"karras": "Karras", "infogrid": "InfoGrid", "infogrid-rescaled": "InfoGrid rescaled"}
+EMA_BESIDE = f", {EMA_WEIGHTS} weights"  # the end of the final EMA rows' protocol label (selection)
 
 
 def base_name(label: str) -> str:
@@ -342,13 +349,19 @@ def final_protocol(df: pd.DataFrame) -> pd.Series:
         return pd.Series(dtype=bool)
     own = df["protocol"] == ""
     ranges = df["extra"].map(lambda e: e.get("n_ranges", 1) if isinstance(e, dict) else 1).astype(float)
+    selected = weights_of(df) == SELECTED_WEIGHTS
     samples = pd.to_numeric(df["n_samples"], errors="coerce")
     group = [df["run_dir"], df["metric"]]
     kimg = df["kimg"].where(own)
     last = kimg == kimg.groupby(group).transform("max")
     first = samples.where(kimg == kimg.groupby(group).transform("min")).groupby(group).transform("first")
     other_samples = samples.notna() & first.notna() & (samples != first)
-    return own & last & ((ranges > 1) | other_samples)
+    return own & last & ((ranges > 1) | other_samples | selected)
+
+
+def weights_of(df: pd.DataFrame) -> pd.Series:
+    """Per row, ``extra.weights`` (the final rows of a run that selects a checkpoint), else None."""
+    return df["extra"].map(lambda e: e.get("weights") if isinstance(e, dict) else None)
 
 
 def own_steps(run: RunRecord) -> float:
@@ -363,6 +376,12 @@ def own_guidance(run: RunRecord) -> float:
     return math.nan if value is None else float(value)
 
 
+def protocol_words(protocol: str) -> str:
+    """ "(re-scored: InfoGrid, 18 steps)" for a protocol ``suite eval`` added; "(Karras, 18 steps, final EMA
+    weights)" for the final EMA's rows the training loop keeps beside the selected ones."""
+    return f" ({protocol})" if protocol.endswith(EMA_BESIDE) else f" (re-scored: {protocol})"
+
+
 def protocol_label(grid: str, steps: float) -> str:
     """ "InfoGrid, 18 steps": the solver grid and step count a row was scored with."""
     name = GRID_LABELS.get(grid, grid)
@@ -375,7 +394,8 @@ def with_protocol(
     """``df`` with ``steps`` filled in, the run's ``own_steps`` and each row's ``protocol`` label ("" for the
     run's own protocol: Karras's grid at its own steps and its own guidance scale); ``own`` maps run_dir to
     its config's steps (NaN: the steps of the run's first row, in file order), ``own_scale`` to its config's
-    guidance scale (a row scored at another, by ``suite eval --guidance``, is labelled with its scale)."""
+    guidance scale (a row scored at another, by ``suite eval --guidance``, is labelled with its scale); the
+    final EMA's rows of a run that selects a checkpoint are labelled "…, final EMA weights"."""
     if df.empty:
         return df.assign(own_steps=pd.Series(dtype=float), protocol=pd.Series(dtype=object))
     nfe = pd.to_numeric(df["nfe"], errors="coerce")
@@ -386,9 +406,10 @@ def with_protocol(
     scale = pd.to_numeric(df.get("guidance", pd.Series(math.nan, df.index)), errors="coerce")
     own_g = df["run_dir"].map(own_scale or {}).astype(float)
     other_scale = scale.notna() & own_g.notna() & (scale != own_g)
-    is_own = (df["grid"] == "karras") & (own_of.isna() | (steps == own_of)) & ~other_scale
+    ema_beside = weights_of(df) == EMA_WEIGHTS
+    is_own = (df["grid"] == "karras") & (own_of.isna() | (steps == own_of)) & ~other_scale & ~ema_beside
     labels = [
-        protocol_label(g, s) + (f", guidance {c:g}" if other else "")
-        for g, s, c, other in zip(df["grid"], steps, scale, other_scale, strict=True)
+        protocol_label(g, s) + (f", guidance {c:g}" if other else "") + (EMA_BESIDE if ema else "")
+        for g, s, c, other, ema in zip(df["grid"], steps, scale, other_scale, ema_beside, strict=True)
     ]
     return df.assign(steps=steps, own_steps=own_of, protocol=np.where(is_own, "", labels))

@@ -16,7 +16,8 @@ Rules, so that no number is averaged with one it must not be averaged with:
   early would enter with an earlier, worse evaluation point.
 * A row scored with another protocol than the run's own (``suite eval`` on InfoGrid or at another step
   count; ``suite.report.results``) is a row of its own, labelled "(re-scored: InfoGrid, 18 steps)", in the
-  comparison table and in time to target; it never enters the own-protocol row's mean, std or crossings.
+  comparison table and in time to target; it never enters the own-protocol row's mean, std or crossings. So
+  is the final EMA's row of a run that selects a checkpoint, labelled "(Karras, 18 steps, final EMA weights)".
   Its final value is the one at the run's final evaluation point.
 * A published value stands beside a measured one only when that was measured with the published protocol
   (``published_gap``): Karras's grid at the published NFE and, for FID, 50k generated samples against the
@@ -37,7 +38,7 @@ import pandas as pd
 from suite.names import unknown_name
 from suite.records import NULL_FILE, NULL_SAMPLER, read_jsonl
 from suite.registry import UnknownNameError
-from suite.report.results import GRID_LABELS, base_name, records_frame
+from suite.report.results import GRID_LABELS, base_name, protocol_words, records_frame
 
 PUBLISHED_SAMPLERS = ("logu", "cos", "fm", "edm", "kg", "infonoise")
 
@@ -185,7 +186,7 @@ def _row_labels(keys: pd.DataFrame) -> pd.Series:
         > 1
     )
     base = base + np.where(several, " [comparison " + keys["comparison_hash"].astype(str) + "]", "")
-    return base + np.where(keys["protocol"] != "", " (re-scored: " + keys["protocol"].astype(str) + ")", "")
+    return base + keys["protocol"].astype(str).map(lambda p: protocol_words(p) if p else "")
 
 
 def with_row_labels(df: pd.DataFrame) -> pd.DataFrame:

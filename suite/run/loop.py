@@ -5,7 +5,10 @@ reaches each multiple of ``tick_kimg`` (and after the last step), and the loss s
 travels in the checkpoint, so a resumed run ticks as an uninterrupted one did (timings aside). A checkpoint
 (``suite.run.state``) is written at each multiple of ``checkpoint_kimg`` and at each evaluation point
 (``suite.run.schedule.evaluation_points``), before the evaluation, so that a kill or a stop during an
-evaluation (which can take many minutes) loses no training.
+evaluation (which can take many minutes) loses no training. A run with best-validation selection
+(``suite.run.selection``) checkpoints at each of its points too, checks there (before an evaluation at
+the same point, so that the final one sees every check), and checkpoints again with the check recorded; a
+stop during a check abandons it, and the re-run checks that point again.
 
 The records always agree with what a run restored. Resuming from a checkpoint at ``nimg`` drops every row
 written after it; starting with no checkpoint that loads drops every row of the earlier attempt, since the
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import torch
 import torch.distributed as dist
@@ -39,6 +42,7 @@ from suite.run.distributed import DistContext, barrier
 from suite.run.evaluation import Evaluator, InvalidMetricValue, save_snapshot
 from suite.run.events import Checkpointed, Compiled, Evaluated, Evaluating, Events, Stepped, Ticked
 from suite.run.schedule import evaluation_points
+from suite.run.selection import Selection
 from suite.run.spec import BudgetSpec
 from suite.run.state import TrainingState
 from suite.run.step import CompiledStep
@@ -57,11 +61,12 @@ class Loop:
         evaluator: Evaluator | None,
         events: Events,
         ctx: DistContext,
+        selection: Selection | None = None,
     ) -> None:
         self.step, self.state, self.budget, self.dir = step, step.state, budget, folder
-        self.events, self.ctx = events, ctx
+        self.events, self.ctx, self.selection = events, ctx, selection
         self.total_nimg = budget.total_nimg
-        self.evaluations = Evaluations(self.state, budget, folder, evaluator, events, ctx)
+        self.evaluations = Evaluations(self.state, budget, folder, evaluator, events, ctx, selection)
         self.loss_sum = torch.zeros((), device=ctx.device)  # this rank's loss since the last tick
         self.tick_compile_seconds = 0.0  # compile time inside the current tick, reported apart
 
@@ -77,6 +82,8 @@ class Loop:
             else:
                 for path in (self.dir.records, self.dir.stats, self.dir.sampler_log):
                     path.unlink(missing_ok=True)
+            if self.selection is not None:  # the best file as the restored state holds it
+                self.selection.publish()
         barrier()
         return resumed
 
@@ -102,15 +109,34 @@ class Loop:
                 self._tick(tick_start)
                 state.tick_start_nimg, tick_start = state.nimg, time.perf_counter()
             evaluate = state.nimg in self.evaluations.points  # evaluation points are multiples of the batch
-            checkpointed = evaluate or state.nimg // ckpt_nimg > before // ckpt_nimg
+            select = self.selection is not None and state.nimg in self.selection.points
+            checkpointed = evaluate or select or state.nimg // ckpt_nimg > before // ckpt_nimg
             if checkpointed:  # before the evaluation: a stop or kill during it loses no training
                 self.checkpoint()
+            if select:
+                self.select()
             if evaluate:
                 self.evaluate()
             if self._stop_requested(ticked) and state.nimg < self.total_nimg:
                 if not checkpointed:
                     self.checkpoint()
                 self.interrupt(f"at kimg {state.nimg / 1000}")
+
+    def select(self) -> None:
+        """Check the raw weights on the validation split at ``nimg`` and checkpoint again with the check
+        recorded; a stop request during the check abandons it and stops the run."""
+        assert self.selection is not None
+        abandoned, checked = False, False
+        try:
+            checked = self.selection.check()
+        except Interrupted:
+            abandoned = True
+        if agree(abandoned, self.ctx):
+            self.interrupt(
+                f"during the validation check at kimg {self.state.nimg / 1000}, which is abandoned"
+            )
+        if agree(checked, self.ctx):
+            self.checkpoint()
 
     def evaluate(self) -> None:
         """Evaluate at ``nimg``; a stop request during it abandons it and stops the run. A metric that is not
@@ -209,8 +235,10 @@ class Evaluations:
         evaluator: Evaluator | None,
         events: Events,
         ctx: DistContext,
+        selection: Selection | None = None,
     ) -> None:
         self.state, self.dir, self.evaluator, self.events, self.ctx = state, folder, evaluator, events, ctx
+        self.selection = selection
         self.total_nimg = budget.total_nimg
         self.points = evaluation_points(
             self.total_nimg, budget.batch, budget.eval_points, budget.eval_spacing
@@ -230,6 +258,7 @@ class Evaluations:
 
     def evaluate(self) -> bool:
         """Score the EMA network at ``nimg``, append the rows, and keep a snapshot of it for ``suite eval``;
+        at the final point of a run with selection, the best raw weights too (``Selection.final_rows``);
         returns whether a stop request abandoned the evaluation on any rank (then no row, no snapshot)."""
         state, abandoned = self.state, False
         if self.ctx.is_main and self.evaluator is not None:
@@ -238,9 +267,16 @@ class Evaluations:
             started = time.perf_counter()
             try:
                 final = state.nimg >= self.total_nimg
-                rows = self.evaluator.evaluate(
-                    state.ema, state.nimg, state.wall_time, importance, final=final, sampler=state.sampler
-                )
+                evaluator = self.evaluator
+
+                def score(model: torch.nn.Module) -> list[dict[str, Any]]:
+                    return evaluator.evaluate(
+                        model, state.nimg, state.wall_time, importance, final=final, sampler=state.sampler
+                    )
+
+                rows = score(state.ema)
+                if final and self.selection is not None:
+                    rows = self.selection.final_rows(rows, score)
             except Interrupted:
                 abandoned = True
             else:

@@ -1,4 +1,5 @@
-"""The run's schedules in processed examples: learning-rate warm-up, EMA decay and evaluation points.
+"""The run's schedules in processed examples: learning-rate warm-up, EMA decay, evaluation points and the
+points of best-validation selection.
 
 Budgets and schedules are in processed examples (kimg, EDM's unit), so runs with other batch sizes or GPU
 counts stay comparable. Plain arithmetic on counts (no torch), so the results readers and ``suite status``
@@ -41,3 +42,23 @@ def evaluation_points(total_nimg: int, batch: int, points: int, spacing: str = "
         at = (math.ceil(steps * LOG_SPAN ** ((k - points) / (points - 1))) for k in range(1, points + 1))
         return sorted({max(1, min(step, steps)) * batch for step in at})
     return sorted({math.ceil(steps * k / points) * batch for k in range(1, points + 1)})
+
+
+def selection_points(
+    total_nimg: int, batch: int, examples: int, every_epochs: float, first_epoch: float
+) -> list[int]:
+    """Processed-example counts (multiples of the batch) at which best-validation selection scores the raw
+    weights: after ``first_epoch`` passes over ``examples`` training examples and every ``every_epochs``
+    after it, up to the run's end; each at the step that completes that pass (its count rounded up to a
+    whole batch, the end at most)."""
+    if examples < 1 or every_epochs <= 0 or first_epoch <= 0:
+        raise ValueError(
+            f"selection over {examples} training examples every {every_epochs} epochs from epoch "
+            f"{first_epoch}: needs at least one example and positive epochs"
+        )
+    steps = math.ceil(total_nimg / batch)
+    points, k = set(), 0
+    while (epoch := first_epoch + k * every_epochs) * examples <= total_nimg * (1 + 1e-12):
+        points.add(min(math.ceil(round(epoch * examples, 6) / batch), steps) * batch)
+        k += 1
+    return sorted(points)

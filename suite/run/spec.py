@@ -62,6 +62,21 @@ class EvalSpec:
 
 
 @dataclass(frozen=True)
+class SelectionSpec:
+    """Best-validation checkpoint selection (``budget.selection``, ``suite.run.selection``): after
+    ``first_epoch`` passes over the training set and every ``every_epochs`` after it, the raw (non-EMA)
+    weights are scored on ``metric`` over the task's validation split and the best are kept; the run's final
+    values come from them."""
+
+    metric: str
+    every_epochs: float
+    first_epoch: float
+
+
+SELECTION_KEYS = ("metric", "every_epochs", "first_epoch")
+
+
+@dataclass(frozen=True)
 class BudgetSpec:
     """Training length, optimiser, precision and schedules (``budget``)."""
 
@@ -85,6 +100,7 @@ class BudgetSpec:
     eval: EvalSpec
     eval_spacing: str = "linear"
     epochs: float | None = None  # stated in passes over the training set: kimg is derived when the data load
+    selection: SelectionSpec | None = None  # best-validation checkpoint selection; None: the EMA's finals
 
     def for_training_set(self, examples: int) -> BudgetSpec:
         """The budget of a run that loaded ``examples`` training examples: one stated in epochs trains
@@ -222,6 +238,19 @@ class _Reader:
         return value
 
 
+def _selection(r: _Reader) -> SelectionSpec | None:
+    """``budget.selection``: absent, null or with ``metric`` null, none."""
+    node = r._get("selection")
+    if node is None or OmegaConf.select(node, "metric", default=None) is None:
+        return None
+    unknown = sorted(set(node) - set(SELECTION_KEYS))
+    if unknown:
+        r.problems.append(f"budget.selection.{unknown[0]}: not a key; valid: {', '.join(SELECTION_KEYS)}")
+    every = r.number("selection.every_epochs")
+    first = every if r._get("selection.first_epoch") is None else r.number("selection.first_epoch")
+    return SelectionSpec(metric=r.text("selection.metric"), every_epochs=every, first_epoch=first)
+
+
 def _budget(node: DictConfig) -> tuple[BudgetSpec, list[str]]:
     r = _Reader(node, "budget")
     samples = r.integer("eval.samples")
@@ -258,6 +287,7 @@ def _budget(node: DictConfig) -> tuple[BudgetSpec, list[str]]:
         eval=ev,
         eval_spacing=r.choice("eval_spacing", EVAL_SPACINGS, absent="linear"),
         epochs=None if OmegaConf.select(node, "epochs", default=None) is None else r.number("epochs"),
+        selection=_selection(r),
     )
     return spec, r.problems
 

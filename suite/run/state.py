@@ -71,6 +71,8 @@ class TrainingState:
         self.wall_time = 0.0
         self.tick_start_nimg = 0  # where the current stats tick began
         self.tick_loss_sum = 0.0  # the loss summed over the examples since then (set when saving)
+        # best-validation selection (``suite.run.selection``): its checks and best raw weights, checkpointed
+        self.selection: dict[str, Any] | None = None
 
     def fall_back_to_eager(self) -> None:
         """Train the eager network from now on (the compiled one failed to compile)."""
@@ -85,7 +87,7 @@ class TrainingState:
             "wall_time": self.wall_time,
             "tick": {"start_nimg": self.tick_start_nimg, "loss_sum": self.tick_loss_sum},
             "config_hash": self.spec.config_hash,
-        }
+        } | ({} if self.selection is None else {"selection": self.selection})
 
     def save(self, folder: Path) -> None:
         """Checkpoint at the current ``nimg`` (atomic; the newest two are kept)."""
@@ -106,6 +108,7 @@ class TrainingState:
         self.wall_time = float(state["wall_time"])
         self.tick_start_nimg = int(state["tick"]["start_nimg"])
         self.tick_loss_sum = float(state["tick"]["loss_sum"])
+        self.selection = state.get("selection")
         return True
 
 

@@ -6,8 +6,8 @@ record writers (``suite.run.writers``) subscribed to those events keep stats.jso
 the console line and the live loggers. The ``Trainer`` builds the three from the run's spec and runs the start
 of a run: a stop requested while the data loaded stops it before training; otherwise it claims the
 comparison's data identity, resumes from the newest checkpoint that loads (``Loop.resume``), records the
-start (``suite.run.provenance``), evaluates again a point whose evaluation a stop or kill cut short, and
-trains.
+start (``suite.run.provenance``), does again a best-validation check (``suite.run.selection``) or an
+evaluation that a stop or kill cut short, and trains.
 
 A run is trained under its lease (``suite.lease``): the main process takes it before it loads any data,
 removes the temporary files dead writers left in the run directory, and refreshes the heartbeat while it
@@ -39,6 +39,7 @@ from suite.run.evaluation import Evaluator
 from suite.run.events import Events
 from suite.run.loop import Loop, agree
 from suite.run.provenance import claim_data_identity, run_started
+from suite.run.selection import Selection
 from suite.run.spec import RunSpec, run_spec
 from suite.run.state import TrainingState
 from suite.run.step import CompiledStep, Step
@@ -70,7 +71,12 @@ class Trainer:
         self.batch = step.batch
         self.train_step = CompiledStep(step, verbose=self.ctx.is_main)
         self.events = Events()
-        self.loop = Loop(self.train_step, spec.budget, self.dir, self.evaluator, self.events, self.ctx)
+        self.selection: Selection | None = None
+        if spec.budget.selection is not None:  # best-validation checkpoint selection
+            self.selection = Selection(spec, self.task, self.data, self.state, self.dir, self.evaluator)
+        self.loop = Loop(
+            self.train_step, spec.budget, self.dir, self.evaluator, self.events, self.ctx, self.selection
+        )
 
     @property
     def nimg(self) -> int:
@@ -98,6 +104,8 @@ class Trainer:
                 watchers = Watchers(spec.watch, self.dir.path, spec.label, to_dict(spec.config), self.nimg)
                 subscribe_watchers(self.events, watchers)
             try:
+                if resumed and self.selection is not None and agree(self.selection.pending(), ctx):
+                    self.loop.select()
                 if resumed and self.loop.evaluations.pending():
                     self.loop.evaluate()
                 self.loop.run()

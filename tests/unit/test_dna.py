@@ -1,11 +1,15 @@
 """DNA promoter data: DDSM's raw formats parse, windows match the genome and tracks, the chromosome split,
 one-hot encoding, the task's splits and conditioning, the dilated convolution, missing-data errors; the
 archive is checked against its pin offline, extracted whole or not at all, and incomplete raw files are
-refused. ``suite data dna`` refusing a zero-byte genome is in ``tests/integration/test_dna.py``."""
+refused; a budget in epochs, best-validation checkpoint selection as DDSM's and its resume, and the final
+SP-MSE of 5 sets with its standard error. ``suite data dna`` refusing a zero-byte genome is in
+``tests/integration/test_dna.py``."""
 
+import copy
 import gzip
 import hashlib
 import math
+import re
 import shutil
 import tarfile
 
@@ -19,8 +23,15 @@ from infonoise_modalities.dna import data as dna
 from infonoise_modalities.dna.network import SeqNet, dilated_conv1d
 from suite.config import compose_run
 from suite.records import RunDirectory
+from suite.report.quality_figure import final_protocol_text
+from suite.report.results import records_frame
+from suite.report.rows import final_rows, with_row_labels
+from suite.run.checkpoint import FAULT_ENV
+from suite.run.schedule import selection_points
+from suite.run.selection import BEST_FILE
 from suite.run.spec import run_spec
 from suite.run.training import Trainer
+from suite.stopping import Interrupted
 from suite.task import TASKS
 from tests.unit.test_sei import WIDTHS, write_ddsm_checkpoint, write_target_names
 
@@ -405,3 +416,118 @@ def test_a_budget_in_epochs_trains_them_over_the_windows_the_run_loaded_and_scor
     assert row["value"] == pytest.approx(sets.mean())
     assert extra["set_sem"] == pytest.approx(sets.std(ddof=1) / math.sqrt(5))
     assert row["n_samples"] == len(trainer.data.reference)  # one sample per test window in each set
+
+
+def selection_overrides(prepared, tmp_path, epochs=4):
+    """A DNA run on the generated windows of 15 TSSs, ``epochs`` passes of batch 4 checked on the validation
+    windows after every pass, its final SP-MSE (a narrow random Sei) in 5 sets."""
+    write_ddsm_checkpoint(tmp_path / "sei.pth")
+    write_target_names(tmp_path / "names", WIDTHS["narrow"].targets)
+    return [
+        f"task.root={prepared}", "device=cpu", f"+budget.epochs={epochs}", "budget.kimg=99", "budget.batch=4",
+        "budget.eval_points=1", "budget.eval.samples=4", "budget.eval.batch_size=8",
+        "+budget.eval.final_sets=5", "budget.tick_kimg=0.004", "budget.checkpoint_kimg=0.1",
+        "budget.lr=0.01", "budget.lr_rampup_kimg=0",
+        "+budget.selection={metric: sp-mse, every_epochs: 1, first_epoch: 1}",
+        "task.solver_steps=2", "task.use_fallback_metrics=false", "~task.metrics.sei-fid",
+        f"task.metrics.sp-mse.checkpoint={tmp_path}/sei.pth",
+        f"task.metrics.sp-mse.target_names={tmp_path}/names",
+    ]  # fmt: skip
+
+
+def test_the_final_sp_mse_comes_from_the_raw_weights_of_the_best_validation_check_with_the_ema_beside(
+    example, tmp_path
+):
+    """DDSM keeps the raw weights of the check with the best validation SP-MSE: a run of 4 epochs over the
+    windows it loaded (kimg derived from their count) checks its raw weights on the validation windows after
+    every epoch, writes the best of them atomically as checkpoints/best-validation.pt, and its final SP-MSE —
+    the mean over 5 sets of one sample per test window, with its standard error — is that of those weights
+    (scored again here: the same value); the final EMA's SP-MSE is kept beside it as a protocol of its own,
+    and the table reads one final value per run."""
+
+    spec = run_spec(compose_run("dna", "edm", "smoke", selection_overrides(example[1], tmp_path)))
+    trainer = Trainer(spec, tmp_path / "runs" / "dna-smoke-x" / "edm" / "seed0")
+    windows, valid = len(trainer.data.train), len(trainer.data.validation)
+    assert windows == trainer.data.info["train_windows"] > 0
+    assert valid == trainer.data.info["valid_windows"] > 0
+    assert trainer.spec.budget.kimg == pytest.approx(4 * windows / 1000)
+    info = trainer.run()
+    assert (info["epochs"], info["train_examples"]) == (4, windows)
+    selection = info["selection"]
+    points = [math.ceil(e * windows / 4) * 4 for e in (1, 2, 3, 4)]  # the step that completes each epoch
+    assert selection_points(trainer.spec.budget.total_nimg, 4, windows, 1, 1) == points
+    assert [check["kimg"] for check in selection["checks"]] == [p / 1000 for p in points]
+    values = [check["value"] for check in selection["checks"]]
+    assert selection["best_value"] == min(values)
+    assert selection["best_kimg"] == selection["checks"][values.index(min(values))]["kimg"]
+
+    assert selection["best_kimg"] < selection["checks"][-1]["kimg"]  # here an earlier check than the last
+    best = torch.load(trainer.dir.checkpoints / BEST_FILE, weights_only=True)
+    assert (best["nimg"] / 1000, best["value"]) == (selection["best_kimg"], min(values))
+    rows = [row for row in trainer.dir.rows() if row["metric"] == "sp-mse"]
+    (selected,) = [row for row in rows if row["extra"].get("weights") == "best-validation raw"]
+    (ema,) = [row for row in rows if row["extra"].get("weights") == "final EMA"]
+    assert selected["nimg"] == ema["nimg"] == trainer.nimg
+    assert selected["extra"]["selected_kimg"] == best["nimg"] / 1000
+    assert selected["extra"]["validation_value"] == min(values)
+
+    model = copy.deepcopy(trainer.state.model).eval()
+    model.load_state_dict(best["model"])
+    (again,) = trainer.evaluator.evaluate(model, trainer.nimg, 0.0, False, only="sp-mse", final=True)
+    assert again["value"] == selected["value"] != ema["value"]
+    sets = np.array(selected["extra"]["set_values"])
+    assert selected["extra"]["n_sets"] == 5 and len(set(sets.tolist())) == 5  # five sets from disjoint seeds
+    assert selected["value"] == pytest.approx(sets.mean())
+    assert selected["extra"]["set_sem"] == pytest.approx(sets.std(ddof=1) / math.sqrt(5))
+    assert selected["n_samples"] == len(trainer.data.reference)  # one sample per test window in each set
+
+    frame = records_frame(tmp_path)
+    final = final_rows(frame[frame["metric"] == "sp-mse"])
+    by_protocol = dict(zip(final["protocol"], final["value"], strict=True))
+    assert by_protocol == {"": selected["value"], "Karras, 2 steps, final EMA weights": ema["value"]}
+    assert frame.loc[frame["value"] == selected["value"], "final_protocol"].all()  # not a curve point
+    words = final_protocol_text(frame[frame["final_protocol"]])  # the quality figure's legend
+    assert words == f"{len(trainer.data.reference)} samples, 5 sets, best-validation raw weights"
+    labels = sorted(set(with_row_labels(final)["row"]))
+    assert len(labels) == 2 and labels[1] == labels[0] + " (Karras, 2 steps, final EMA weights)"
+
+
+def test_a_run_stopped_during_a_validation_check_resumes_with_the_best_so_far_and_checks_that_point_again(
+    example, tmp_path, monkeypatch
+):
+    """A stop requested at the second check abandons that check; the run resumed by re-running keeps the best
+    of the first check (in its checkpoint and best-validation.pt), checks the second point again, and ends
+    with the checks, the best and the final SP-MSE of an uninterrupted run."""
+
+    spec = run_spec(compose_run("dna", "edm", "smoke", selection_overrides(example[1], tmp_path, epochs=2)))
+    whole = Trainer(spec, tmp_path / "whole").run()
+    windows = whole["train_examples"]
+    second = math.ceil(2 * windows / 4) * 4
+    monkeypatch.setenv(FAULT_ENV, f"step@{second}:SIGTERM")
+    cut = Trainer(spec, tmp_path / "cut")
+    with pytest.raises(Interrupted, match="validation check"):
+        cut.run()
+    stopped = cut.dir.info()["selection"]
+    assert [check["kimg"] for check in stopped["checks"]] == [whole["selection"]["checks"][0]["kimg"]]
+    first = torch.load(cut.dir.checkpoints / BEST_FILE, weights_only=True)
+    assert first["nimg"] == math.ceil(windows / 4) * 4
+    monkeypatch.delenv(FAULT_ENV)
+    resumed = Trainer(spec, tmp_path / "cut").run()
+    assert resumed["selection"]["checks"] == whole["selection"]["checks"]
+    assert resumed["selection"]["best_kimg"] == whole["selection"]["best_kimg"]
+    final = {
+        run: [(row["value"], row["extra"].get("weights")) for row in RunDirectory(tmp_path / run).rows()]
+        for run in ("whole", "cut")
+    }
+    assert final["whole"] == final["cut"]
+
+
+def test_selection_on_an_unknown_metric_or_without_a_validation_split_is_refused_naming_the_choices(tmp_path):
+    base = ["device=cpu", "task.stand_in_train=64", "task.stand_in_reference=16", "budget.batch=8"]
+    for metric, message in (
+        ("sp-mse", "budget.selection.metric='sp-mse' is not a metric of task dna; valid: random-feature-fd"),
+        ("random-feature-fd", "budget.selection scores the task's validation split; task dna loaded none"),
+    ):
+        overrides = [*base, f"+budget.selection={{metric: {metric}, every_epochs: 1}}"]
+        with pytest.raises(ValueError, match=re.escape(message)):
+            Trainer(run_spec(compose_run("dna", "edm", "smoke", overrides)), tmp_path / metric)

@@ -1,5 +1,8 @@
 """Recipe cards (suite.report.recipe): each paper row composed against its card, at paper and short."""
 
+import math
+import re
+
 import pytest
 
 from suite.cli import main
@@ -13,7 +16,8 @@ from suite.report.recipe import (
     entry_problems,
     load_card,
 )
-from suite.run.spec import run_spec
+from suite.run.schedule import selection_points
+from suite.run.spec import SelectionSpec, SpecError, run_spec
 
 
 @pytest.mark.parametrize("budget", CARDED_BUDGETS)
@@ -60,6 +64,38 @@ def test_dna_paper_trains_200_epochs_of_the_windows_the_run_loaded():
     assert budget.for_training_set(35_601).kimg == pytest.approx(200 * 35_601 / 1000)
     cifar = run_spec(compose_run("cifar10", "edm", "paper")).budget
     assert cifar.for_training_set(123) is cifar  # a budget in kimg keeps it
+
+
+def test_dna_paper_selects_raw_weights_on_validation_sp_mse_40_times_as_ddsm_without_dropout_in_fp32():
+    budget = run_spec(compose_run("dna", "edm", "paper")).budget
+    assert budget.selection == SelectionSpec(metric="sp-mse", every_epochs=5, first_epoch=1)
+    windows = 35_601
+    points = selection_points(200 * windows, budget.batch, windows, 5, 1)
+    assert len(points) == 40  # DDSM: epoch % 5 == 0 for epoch in range(200), after each epoch's training
+    assert points[0] == math.ceil(windows / 256) * 256 and points[-1] == math.ceil(196 * windows / 256) * 256
+    lines = {line.setting: line for line in check_card("dna", "paper")}
+    assert lines["EMA"].composed == "raw, best validation sp-mse" and not lines["EMA"].differs
+    assert (lines["dropout"].composed, lines["precision"].composed) == (0.0, "fp32")
+    assert not lines["dropout"].differs and not lines["precision"].differs
+    assert run_spec(compose_run("dna", "edm", "short")).budget.selection is None
+    assert run_spec(compose_run("cifar10", "edm", "paper")).budget.selection is None
+    drifts = [
+        line.setting
+        for line in check_card("dna", "paper", ["budget.selection.every_epochs=10", "budget.precision=bf16"])
+        if line.drift
+    ]
+    assert drifts == ["precision", "checkpoint selection"]
+    without = {line.setting: line for line in check_card("dna", "paper", ["budget.selection.metric=null"])}
+    assert without["EMA"].drift and without["EMA"].composed == "EMA"
+
+
+def test_a_selection_with_an_unknown_key_or_no_positive_interval_is_refused_naming_the_valid_keys():
+    overrides = ["+budget.selection={metric: sp-mse, every: 5}"]
+    with pytest.raises(SpecError) as err:
+        run_spec(compose_run("dna", "edm", "smoke", overrides))
+    assert "budget.selection.every: not a key; valid: metric, every_epochs, first_epoch" in str(err.value)
+    interval = r"budget\.selection\.every_epochs=None: must be a (finite )?positive number"
+    assert re.search(interval, str(err.value))
 
 
 def test_a_card_entry_needs_exactly_one_of_source_and_own_and_a_known_derivation():
