@@ -18,7 +18,7 @@ call (``Metric.bench_parts``).
 
 No config, study file or override can let a metric run code from a file: an option that would
 (``ENVIRONMENT_SWITCHES``: ``trust_pickle``, reading a pickled checkpoint with
-``torch.load(weights_only=False)``) is refused wherever a metric's options are read
+``torch.load`` with ``weights_only`` off) is refused wherever a metric's options are read
 (:func:`switch_problems`), and the permission comes only from the environment variable the switch names
 (``SUITE_TRUST_PICKLE=1``), which each run records in its ``run.json`` (``trust_pickle``).
 """
@@ -42,7 +42,7 @@ ENVIRONMENT_SWITCHES = {"trust_pickle": TRUST_PICKLE_ENV}  # option name -> the 
 
 
 def pickle_trusted() -> bool:
-    """Whether this process may read pickled checkpoints (``torch.load(weights_only=False)``): only when
+    """Whether this process may read pickled checkpoints (``torch.load`` with ``weights_only`` off): only when
     ``$SUITE_TRUST_PICKLE`` is ``1``."""
     return os.environ.get(TRUST_PICKLE_ENV) == "1"
 
