@@ -1,6 +1,6 @@
 """``suite bench train|sampler|eval|sweep|statistics``: measured speed figures, side by side in one run
 (``suite.measure.bench``), and the simulated studies through the table's statistics
-(``suite.report.bench_statistics``)."""
+(``suite.measure.statistics``)."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.what == "statistics":
-        from suite.report.bench_statistics import print_simulation
+        from suite.measure.statistics import print_simulation
 
         return print_simulation(args.replications, args.pilots, args.seed, args.quick)
     from suite.measure.bench import measure

@@ -439,7 +439,7 @@ def test_quick_bench_reports_every_cell_both_directions_the_assembly_and_the_hol
     """A tiny quick run: 12 cells with PASS/FAIL, powers per direction, the symmetry table, studies written
     as records and read back through the table's assembly (some with censored pairs, all equal), the bias
     table and the seed plans for the Holm verdict."""
-    from suite.report.bench_statistics import run
+    from suite.measure.statistics import run
 
     bench = run(replications=20, seed=1, pilots=20, quick=True)
     assert len(bench.cells) == 12 and bench.cells["result"].str.match("PASS|FAIL").all()
@@ -457,7 +457,8 @@ def test_the_bench_fails_when_the_table_drops_censored_pairs(monkeypatch, capsys
     """The assembly check reads written records through ``comparison_intervals``: a table that drops its
     censored pairs (as a broken ``paired_speedups`` would) no longer equals the bench, and the bench says
     FAIL."""
-    from suite.report import bench_statistics, comparisons
+    from suite.measure import statistics as bench_statistics
+    from suite.report import comparisons
 
     original = comparisons.paired_speedups
 
@@ -482,7 +483,7 @@ def test_one_simulated_study_gets_the_same_numbers_from_the_bench_and_from_its_r
     """The bench's vectorised path and ``comparison_intervals`` on the same values written as run records
     by the test's own writer (4 baselines, InfoNoise as the candidate, 5 seeds on the dense grid, no declared
     target: Holm)."""
-    from suite.report.bench_statistics import BASELINES, Cell, simulate_values, study_statistics
+    from suite.measure.statistics import BASELINES, Cell, simulate_values, study_statistics
 
     kimg, values = simulate_values(Cell("power", "lognormal", 5, "dense", 1.5), 1, np.random.default_rng(7))
     labels = ["logu", "cos", "fm", "edm", "infonoise"]
