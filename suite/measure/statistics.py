@@ -15,12 +15,15 @@ u_s ~ N(0, 0.25²) (the same weights and data order: it cancels in a pair); each
 * ``normal``: an additive offset 0.5·z FID at every evaluation (z ~ N(0, 1)),
 * ``lognormal``: the excess multiplied by e^{0.5·z} (skewness of the factor 1.75),
 * ``diverged``: ``normal``, and 3% of runs diverge: their FID doubles from a uniformly drawn time on,
+* ``skewed``: the baselines' runs ``normal``, the candidate's ``lognormal`` (a right-skewed sampler against
+  symmetric ones; power law, dense grid),
 
 and each evaluation a multiplicative noise e^{0.01·w} (1% evaluation noise). Evaluations: 3 evenly spaced
 (T/3, 2T/3, T) or ``dense``, the ``paper`` budget's log-spaced grid
-(``suite.run.schedule.evaluation_points``). 3, 5 or 10 seeds. Full: the power family on both grids, the
-others on the dense grid, every noise, seed count and speed-up (180 cells); ``--quick``: the power family on
-the dense grid, normal and lognormal noise, 3 and 5 seeds, speed-ups 1/1.5, 1 and 1.5 (12 cells).
+(``suite.run.schedule.evaluation_points``). 3, 5 or 10 seeds. Full: the power family on both grids, the others
+on the dense grid, every noise but ``skewed``, seed count and speed-up, and ``skewed`` (195 cells);
+``--quick``: the power family on the dense grid, normal and lognormal noise, 3 and 5 seeds, speed-ups 1/1.5, 1
+and 1.5 (12 cells).
 
 Each study goes through the functions ``suite.report.comparisons.comparison_intervals`` applies to records,
 on arrays of all studies at once: ``t_limits`` on the ln of the finals and on the paired differences of
@@ -128,7 +131,7 @@ class Cell:
 
 
 def cells(quick: bool = False) -> list[Cell]:
-    """The full bench's 180 cells, or the 12 of ``--quick`` (module docstring)."""
+    """The full bench's 195 cells, or the 12 of ``--quick`` (module docstring)."""
     if quick:
         grid = itertools.product(("power",), ("normal", "lognormal"), (3, 5), ("dense",), (1 / 1.5, 1.0, 1.5))
         return [Cell(*values) for values in grid]
@@ -137,6 +140,8 @@ def cells(quick: bool = False) -> list[Cell]:
         grids = GRIDS if family == "power" else ("dense",)
         for noise, seeds, grid, speedup in itertools.product(NOISES, SEED_COUNTS, grids, SPEEDUPS):
             out.append(Cell(family, noise, seeds, grid, speedup))
+    for seeds, speedup in itertools.product(SEED_COUNTS, SPEEDUPS):
+        out.append(Cell("power", "skewed", seeds, "dense", speedup))
     return out
 
 
@@ -195,10 +200,21 @@ def simulate_values(cell: Cell, replications: int, rng: np.random.Generator) -> 
     shared = rng.normal(0, SEED_SHARED, (replications, 1, cell.seeds)) * np.ones(shape)
     own = rng.normal(size=shape)
     evaluation = rng.normal(size=(*shape, t.size))
-    values = curves(
-        t, cell.family, cell.noise, c, shared, own, evaluation, _divergence(cell.noise, shape, rng)
-    )
+    parts = []
+    for noise, part in zip(noises_of(cell), (slice(0, BASELINES), slice(BASELINES, None)), strict=True):
+        at = _divergence(noise, c[:, part].shape, rng)
+        parts.append(
+            curves(t, cell.family, noise, c[:, part], shared[:, part], own[:, part], evaluation[:, part], at)
+        )
+    values = np.concatenate(parts, axis=1)
     return t * TOTAL_KIMG, values
+
+
+def noises_of(cell: Cell) -> tuple[str, str]:
+    """The noise of the baselines' runs and of the candidate's: the cell's for both, except ``skewed``, where
+    the baselines' is ``normal`` and the candidate's ``lognormal`` (a right-skewed sampler against
+    symmetric ones)."""
+    return ("normal", "lognormal") if cell.noise == "skewed" else (cell.noise, cell.noise)
 
 
 def study_statistics(kimg: np.ndarray, values: np.ndarray) -> dict[str, np.ndarray]:
@@ -239,8 +255,8 @@ def simulate(cell: Cell, replications: int, rng: np.random.Generator) -> dict[st
     kimg, values = simulate_values(cell, replications, rng)
     got = study_statistics(kimg, values)
     truth = np.array(
-        [true_log_final(cell.family, cell.noise, 1.0)] * BASELINES
-        + [true_log_final(cell.family, cell.noise, cell.speedup)]
+        [true_log_final(cell.family, noises_of(cell)[0], 1.0)] * BASELINES
+        + [true_log_final(cell.family, noises_of(cell)[1], cell.speedup)]
     )
     _, low, high = got["final"]
     final_cover = (low <= truth) & (truth <= high)
