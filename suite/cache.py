@@ -2,8 +2,9 @@
 
 A derived cache keeps on disk a value the suite computes from inputs it has at hand: the kl-bound controls
 with their exact MMSE and the fd-exact floor (``infonoise_modalities.points.metrics.ExactMetric.cached``),
-the FID reference statistics (``infonoise_modalities.image.fid``) and the saved post hoc profiles
-(``suite.report.profile``). Each is written with its *proof*, a JSON record of
+the FID reference statistics (``infonoise_modalities.image.fid``), the MAUVE reference features
+(``infonoise_modalities.text.mauve``) and the saved post hoc profiles (``suite.report.profile``). Each is
+written with its *proof*, a JSON record of
 
   key       what it was computed from: a digest of its inputs (for the FID statistics, the digest of the
             reference images with the extractor, layer and weights);
@@ -17,7 +18,8 @@ values that are not finite. A cache with a problem is recomputed, after a line o
 the problem (:func:`recomputing`); where its inputs are not at hand (a saved profile, read by the figures)
 the reader raises instead, naming the file and the command that writes it again. :func:`cached_tensor` is
 the whole cycle for a tensor kept with ``torch.save`` (read back with ``weights_only=True``, so a file
-holding any other object is a problem, never code that runs).
+holding any other object is a problem, never code that runs), :func:`cached_arrays` for numpy arrays kept
+in an ``.npz`` beside their proof (read back with ``allow_pickle=False``).
 """
 
 from __future__ import annotations
@@ -129,3 +131,39 @@ def cached_tensor(path: Path, key: str, compute: Callable[[], Tensor]) -> Tensor
     value = compute()
     write_tensor(path, key, value)
     return value
+
+
+PROOF_ARRAY = "proof"  # the proof's member in an .npz cache (a 0-d unicode array)
+
+
+def _read_arrays(path: Path, key: str) -> tuple[dict[str, np.ndarray] | None, str]:
+    """(the arrays, "") of an ``.npz`` cache that proves to be the value of ``key``, else (None, why not)."""
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+    except Exception as err:  # truncated, empty, not an .npz, or object arrays allow_pickle refuses
+        first = (str(err).strip().splitlines() or [""])[0][:120]
+        return None, f"it is not a readable .npz archive ({type(err).__name__}: {first})"
+    proof = arrays.pop(PROOF_ARRAY, None)
+    text = (
+        str(proof) if isinstance(proof, np.ndarray) and proof.dtype.kind == "U" and proof.ndim == 0 else None
+    )
+    problem = proof_problem(text, key, arrays)
+    return (None, problem) if problem else (arrays, "")
+
+
+def cached_arrays(
+    path: Path, key: str, compute: Callable[[], Mapping[str, np.ndarray]]
+) -> dict[str, np.ndarray]:
+    """The arrays kept at ``path`` (an ``.npz``) when they prove to be the value of ``key``; otherwise
+    ``compute()``, kept there with their proof (a file that fails its proof is named on stderr first)."""
+    if path.is_file():
+        arrays, problem = _read_arrays(path, key)
+        if arrays is not None:
+            return arrays
+        recomputing(path, problem)
+    arrays = {name: np.ascontiguousarray(value) for name, value in compute().items()}
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays, **{PROOF_ARRAY: np.array(make_proof(key, arrays))})
+    write_atomic(path, buffer.getvalue())
+    return arrays
