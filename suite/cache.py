@@ -1,10 +1,9 @@
 """Derived caches that prove what they hold.
 
-A derived cache keeps on disk a value the suite computes from inputs it has at hand: the kl-bound controls
-with their exact MMSE and the fd-exact floor (``infonoise_modalities.points.metrics.ExactMetric.cached``),
-the FID reference statistics (``infonoise_modalities.image.fid``), the MAUVE reference features
-(``infonoise_modalities.text.mauve``) and the saved post hoc profiles (``suite.report.profile``). Each is
-written with its *proof*, a JSON record of
+A derived cache keeps on disk a value the suite computes from inputs it has at hand: the point modality's
+kl-bound controls with their exact MMSE and its fd-exact floor (``ExactMetric.cached``), the image
+modality's FID reference statistics, the text modality's MAUVE reference features, and the saved post hoc
+profiles (``suite.report.profile``). Each is written with its *proof*, a JSON record of
 
   key       what it was computed from: a digest of its inputs (for the FID statistics, the digest of the
             reference images with the extractor, layer and weights);
