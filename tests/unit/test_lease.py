@@ -472,6 +472,7 @@ def test_a_holder_stopped_between_its_guard_and_a_replace_puts_back_the_file_a_t
         plant(run_dir, host="node-b")
         (run_dir / "new").write_text('{"status": "done"}\n')
         os.replace(run_dir / "new", run_dir / "run.json")
+        time.sleep(0.05)  # the holder stays stopped past a tick of the file system's clock
 
     monkeypatch.setattr(suite.records, "pause_before_write", take_over)
     try:
