@@ -48,9 +48,21 @@ The write guard. While a process holds a lease, every write into its run directo
 snapshots) first calls :meth:`Lease.check`: one stat(2) that compares ``lease.json`` with the holder's
 inode. A holder whose lease was taken over (it was stopped or stalled past the stale limit, or the lease
 was broken by hand) raises :class:`LeaseLost` at its next write, having written nothing since the
-take-over. What the guard cannot close is the interval between that stat and the one system call it
-guards: a process stopped exactly there makes that one write when it resumes. On NFS the stat sees the
-client's cached directory entry, which can lag a take-over by the attribute cache's lifetime.
+take-over.
+
+The fence. A process stopped between that stat and the write it guards makes the write when it resumes,
+so each write is checked again after it (:meth:`Lease.fence`). The fencing token is the lease file's
+inode, which a holder never gets back once it is taken over: if ``lease.json`` is still that inode after
+the write, the holder held the lease when it wrote. If not, the take-over's time is the change time of
+the holder's old lease inode (the unlink that removed it from ``lease.json``; the heartbeat stops stamping
+it once the lease is lost), and the write's the change time of the written file, both on the file
+system's clock: a write after the take-over is undone (``suite.records``: an append truncated away, a
+replaced file put back) and the holder raises :class:`LeaseLost`; a write before it stands, as any write
+before a take-over does. What the fence leaves: a write undone only while the file is as the holder left
+it, so a new holder that wrote the same file between the stale write and its undo keeps both (a ``done``
+run's duplicate evaluation rows are dropped on the next launch, ``suite.launch.local``); a take-over
+and a write within one tick of the file system's clock count as the write first. On NFS the stat sees
+the client's cached directory entry, which can lag a take-over by the attribute cache's lifetime.
 
 Only the holder writes in a run directory; the temporary files of ``suite.records.write_atomic`` found
 there when the lease is taken were left by a dead writer, and :func:`clean_temporary_files` removes them.
@@ -85,14 +97,15 @@ ACQUIRE_PATIENCE_S = 30.0
 FS_CLOCK = "the clock of its file system"
 # The temporary files the lease holder's writers leave when killed, by folder of the run directory:
 # ``suite.records.write_atomic`` names them ``.<name>.`` + tempfile.mkstemp's 8 characters of [a-z0-9_] +
-# ``.tmp``, for the run's own files (``suite.records.OWN_FILES``), checkpoints and network snapshots.
+# ``.tmp`` (and ``.prev`` for the hard link to the file a replace replaces, held for the rename's duration),
+# for the run's own files (``suite.records.OWN_FILES``), checkpoints and network snapshots.
 _RANDOM = r"[a-z0-9_]{8}"
 _TEMPORARY = {
     ".": re.compile(
-        rf"\.(?:run\.json|config\.yaml|records\.jsonl|stats\.jsonl|sampler\.jsonl)\.{_RANDOM}\.tmp"
+        rf"\.(?:run\.json|config\.yaml|records\.jsonl|stats\.jsonl|sampler\.jsonl)\.{_RANDOM}\.(?:tmp|prev)"
     ),
-    "checkpoints": re.compile(rf"\.ckpt-\d{{12,}}\.pt\.{_RANDOM}\.tmp"),
-    "snapshots": re.compile(rf"\.snapshot-\d{{12,}}\.pt\.{_RANDOM}\.tmp"),
+    "checkpoints": re.compile(rf"\.ckpt-\d{{12,}}\.pt\.{_RANDOM}\.(?:tmp|prev)"),
+    "snapshots": re.compile(rf"\.snapshot-\d{{12,}}\.pt\.{_RANDOM}\.(?:tmp|prev)"),
 }
 # The lease's own (``_exclusive_create``, ``Lease.refresh``): ``.lease.json[.break].<uuid4 hex>.link``.
 _LEASE_TEMPORARY = re.compile(r"\.lease\.json(?:\.break)?\.[0-9a-f]{32}\.link")
@@ -428,7 +441,7 @@ class Lease:
     def _hold(self, me: Holder, fd: int) -> None:
         st = os.fstat(fd)
         self.record, self._fd, self._identity, self._lost = me, fd, (st.st_dev, st.st_ino), None
-        guard_writes(self.run_dir, self.check)
+        guard_writes(self.run_dir, self.check, self.fence)
         self._stop.clear()
         self._thread = threading.Thread(target=self._refresh_loop, name="lease-heartbeat", daemon=True)
         self._thread.start()
@@ -516,18 +529,35 @@ class Lease:
         if self._lost is not None:
             raise LeaseLost(self._lost, self._lost_now)
 
+    def fence(self, written_ns: int) -> bool:
+        """Whether a write into the run directory whose file then had the change time ``written_ns`` stands:
+        True when ``lease.json`` is still this holder's file, or was taken from it after the write; False
+        when the take-over came first (module docstring: the fence). A lost lease is marked either way."""
+        if self._lost is None:
+            self._verify()
+        if self._lost is None:
+            return True
+        if self._fd is None:
+            return False
+        taken_ns = os.fstat(self._fd).st_ctime_ns
+        return taken_ns >= written_ns
+
     def refresh(self) -> None:
-        """Stamp the heartbeat on this holder's own file, then check that ``lease.json`` is still that file
-        (a lost lease is marked, and the next write raises :class:`LeaseLost`)."""
+        """Check that ``lease.json`` is still this holder's file, then stamp the heartbeat on it (a lost lease
+        is marked, and the next write raises :class:`LeaseLost`; its file is not stamped again, so that its
+        change time stays the take-over's)."""
         with self._lock:
             if self._fd is None or self._lost is not None:
+                return
+            self._verify()
+            if self._lost is not None:
                 return
             try:
                 os.utime(self._fd)
             except OSError as err:
                 if err.errno != errno.ESTALE:  # NFS: another client removed the file
                     raise
-            self._verify()
+                self._verify()
 
     def _refresh_loop(self) -> None:
         while not self._stop.wait(self.interval):

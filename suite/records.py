@@ -23,7 +23,13 @@ is ever written twice.
 
 Every write through this module into a folder with a registered write guard (:func:`guard_writes`: the
 run lease of ``suite.lease`` registers its ownership check for the run directory it holds) calls the guard
-first, and again just before a replacing rename; a guard refuses the write by raising.
+first, and again just before a replacing rename; a guard refuses the write by raising. After the write (the
+append's fsync, the rename) the guard's fence is asked whether the write stands: a writer that lost the
+folder before the write (its lease taken over while it was stopped between the guard and the write) undoes
+it, an append by truncating the file back to its size before the append, a replace by putting back the
+file it replaced (kept as a hard link ``.<name>.<random>.prev`` for the rename's duration), and then
+raises. A write is undone only while the file is still as the writer left it: a later writer's change is
+never undone. ``pause_before_write`` is the stop point between the guard and the write (None: no stop).
 Links. The run's own files and folders (``OWN_FILES``, ``OWN_FOLDERS``) are never read or written through
 a symbolic link: JSONL files are opened with ``O_NOFOLLOW``, an atomic replace renames over a link rather
 than writing through it, and a launch refuses a run folder where any of them is a link
@@ -132,12 +138,27 @@ def evaluation_row(*, nimg: int, spec: MetricSpec, result: dict[str, float], **f
     return row
 
 
-_WRITE_GUARDS: dict[str, Callable[[], None]] = {}
+@dataclass(frozen=True)
+class WriteGuard:
+    """A folder's write guard: ``check`` raises to refuse a write before it; ``fence(ctime_ns)``, asked after
+    a write whose file then had that change time (ns, the file system's clock), returns whether the write
+    stands (False: the writer had lost the folder before it, and undoes it)."""
+
+    check: Callable[[], None]
+    fence: Callable[[int], bool] | None = None
 
 
-def guard_writes(folder: str | os.PathLike, check: Callable[[], None]) -> None:
-    """Call ``check`` before every write of this module under ``folder`` until :func:`unguard_writes`."""
-    _WRITE_GUARDS[os.path.realpath(folder)] = check
+_WRITE_GUARDS: dict[str, WriteGuard] = {}
+# The stop point between a write's guard and the write (tests place a stop there); None: no stop.
+pause_before_write: Callable[[Path], None] | None = None
+
+
+def guard_writes(
+    folder: str | os.PathLike, check: Callable[[], None], fence: Callable[[int], bool] | None = None
+) -> None:
+    """Call ``check`` before every write of this module under ``folder``, and ``fence`` after it, until
+    :func:`unguard_writes` (see :class:`WriteGuard`)."""
+    _WRITE_GUARDS[os.path.realpath(folder)] = WriteGuard(check, fence)
 
 
 def unguard_writes(folder: str | os.PathLike) -> None:
@@ -145,14 +166,32 @@ def unguard_writes(folder: str | os.PathLike) -> None:
     _WRITE_GUARDS.pop(os.path.realpath(folder), None)
 
 
+def _guards(path: str | os.PathLike) -> list[WriteGuard]:
+    if not _WRITE_GUARDS:
+        return []
+    target = os.path.realpath(path)
+    return [guard for folder, guard in list(_WRITE_GUARDS.items()) if target.startswith(folder + os.sep)]
+
+
 def check_write(path: str | os.PathLike) -> None:
     """Call the write guard of the folder holding ``path``, if one is registered (it raises to refuse)."""
-    if not _WRITE_GUARDS:
-        return
-    target = os.path.realpath(path)
-    for folder, check in list(_WRITE_GUARDS.items()):
-        if target.startswith(folder + os.sep):
-            check()
+    for guard in _guards(path):
+        guard.check()
+
+
+def _pause(path: Path) -> None:
+    if pause_before_write is not None:
+        pause_before_write(path)
+
+
+def _fence_write(path: Path, ctime_ns: int, undo: Callable[[], None]) -> None:
+    """After a write to ``path``: ``undo`` it when a guard's fence says it does not stand, then let the guard
+    refuse (raise)."""
+    guards = _guards(path)
+    if any(guard.fence is not None and not guard.fence(ctime_ns) for guard in guards):
+        undo()
+    for guard in guards:
+        guard.check()
 
 
 class LinkedRunFile(ValueError):
@@ -226,19 +265,50 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
     check_write(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fenced = bool(_guards(path))
+    backup = Path(tmp).with_suffix(".prev") if fenced else None
     try:
         os.fchmod(fd, created_mode())
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+            identity = os.fstat(handle.fileno()).st_ino
         check_write(path)
+        _pause(path)
+        if backup is not None:
+            try:
+                os.link(path, backup, follow_symlinks=False)
+            except FileNotFoundError:
+                backup = None
         os.replace(tmp, path)
+        if fenced:
+            _fence_write(
+                path,
+                os.stat(path, follow_symlinks=False).st_ctime_ns,
+                lambda: _undo_replace(path, identity, backup),
+            )
     except BaseException:
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
+    finally:
+        if backup is not None:
+            backup.unlink(missing_ok=True)
     _fsync_dir(path.parent)
+
+
+def _undo_replace(path: Path, identity: int, backup: Path | None) -> None:
+    """Put back the file a replace of ``path`` (by the file of inode ``identity``) replaced, while ``path`` is
+    still that file."""
+    with suppress(FileNotFoundError):
+        if os.stat(path, follow_symlinks=False).st_ino != identity:
+            return
+        if backup is None:
+            path.unlink()
+        else:
+            os.replace(backup, path)
+        _fsync_dir(path.parent)
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:
@@ -331,6 +401,7 @@ def append_jsonl(path: str | os.PathLike, rows: Iterable[dict[str, Any]]) -> Non
     check_write(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = "".join(json.dumps(row, sort_keys=True, default=str) + "\n" for row in rows).encode()
+    _pause(path)
     fd = _open_own(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     with os.fdopen(fd, "r+b") as handle:
         size = os.fstat(fd).st_size
@@ -338,11 +409,20 @@ def append_jsonl(path: str | os.PathLike, rows: Iterable[dict[str, Any]]) -> Non
             start = handle.read().rfind(b"\n") + 1
             if parse_record(os.pread(fd, size - start, start))[0] is None:
                 os.ftruncate(fd, start)
+                size = start
             else:
                 data = b"\n" + data
         handle.write(data)
         handle.flush()
         os.fsync(fd)
+        written = os.fstat(fd)
+
+        def undo() -> None:  # only while the file ends with this append
+            if os.fstat(fd).st_size == written.st_size:
+                os.ftruncate(fd, size)
+                os.fsync(fd)
+
+        _fence_write(path, written.st_ctime_ns, undo)
 
 
 def append_text(path: str | os.PathLike, text: str) -> None:
@@ -370,6 +450,41 @@ def truncate_jsonl(path: str | os.PathLike, max_nimg: int) -> None:
     kept = [line for line in content.lines if not _written_after(line.row, max_nimg)]
     if content.torn or len(kept) != len(content.lines):
         write_atomic(path, b"".join(line.raw + b"\n" for line in kept))
+
+
+# What makes an evaluation row one of a kind in a run: the metric, the evaluation point and the protocol it
+# was scored with (solver grid and steps, samples, reference, guidance, and which weights: ``extra.weights``).
+ROW_KEY = (
+    "metric", "nimg", "solver", "grid", "steps", "nfe", "n_samples", "n_reference", "reference_split",
+    "guidance", "importance_weighting",
+)  # fmt: skip
+
+
+def row_key(row: dict[str, Any]) -> str:
+    """The key of an evaluation row (``ROW_KEY`` and ``extra.weights``): two rows of a run with one key
+    record the same evaluation twice."""
+    extra = row.get("extra")
+    weights = extra.get("weights") if isinstance(extra, dict) else None
+    return json.dumps([row.get(name) for name in ROW_KEY] + [weights], sort_keys=True, default=str)
+
+
+def drop_duplicate_rows(path: str | os.PathLike) -> list[int]:
+    """Keep the first row of each key (:func:`row_key`) in a records file, rewriting it atomically without
+    the later ones (unreadable lines are kept as they are); returns the numbers of the dropped lines."""
+    content = scan_jsonl(path)
+    seen: set[str] = set()
+    kept, dropped = [], []
+    for line in content.lines:
+        key = None if line.row is None else row_key(line.row)
+        if key is not None and key in seen:
+            dropped.append(line.number)
+            continue
+        if key is not None:
+            seen.add(key)
+        kept.append(line)
+    if dropped:
+        write_atomic(path, b"".join(line.raw + b"\n" for line in kept))
+    return dropped
 
 
 def now() -> str:

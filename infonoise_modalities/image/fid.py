@@ -27,12 +27,17 @@ of the float32 features, Σ their float64 covariance) and stores the result in E
 value), written atomically at `<cache_dir>/fid-stats/ref-<images>-<extractor>-<layer>-<weights>.npz`:
 `<images>` the sha256 of the reference images, `<weights>` 16 hex of the sha256 of the Inception tensors
 (of the weights file for another extractor, `own-weights` without one), so statistics from other weights
-are never used. It is read with `numpy.load(allow_pickle=False)`, which builds plain arrays only; a file
-that is not such an archive of float arrays of the right shapes is refused with a ValueError naming it
-and saying to delete it. The shapes and dtypes are read from the `.npy` headers before any array is (a
-header may claim any size), and the arrays must be statistics (`statistics_problem`): finite, Σ symmetric
-to `SYMMETRY_RTOL` of its largest entry and positive semi-definite (Σ + `PSD_JITTER`·max|Σ|·I has a
-Cholesky factor: a covariance of n < d features is singular, its round-off eigenvalues ~1e-16·d·max|Σ|).
+are never used. Beside them lies their proof (`proof`, ``suite.cache``: the file's name as the key, the
+arrays' dtypes and shapes and a checksum of their values). It is read with
+`numpy.load(allow_pickle=False)`, which builds plain arrays only; a file that is not such an archive of
+float arrays of the right shapes is refused (`StatisticsRefused`, naming it and saying to delete it). The
+shapes and dtypes are read from the `.npy` headers before any array is (a header may claim any size), and
+the arrays must be statistics (`statistics_problem`): finite, Σ symmetric to `SYMMETRY_RTOL` of its
+largest entry and positive semi-definite (Σ + `PSD_JITTER`·max|Σ|·I has a Cholesky factor: a covariance
+of n < d features is singular, its round-off eigenvalues ~1e-16·d·max|Σ|). A cached file that is refused
+or fails its proof (truncated, zeroed, altered, written before the proof, or under another name) is
+computed again from the reference images after a line on stderr naming it and the problem; a file given
+to `suite fid calc` is refused instead (its images are not at hand).
 Generated samples are never cached. A process about to compute missing statistics
 takes the lock of their folder first (`statistics_lock`) and looks again, so that runs started together (K
 packed runs, an array of jobs) compute them once while the others wait and read the file.
@@ -74,6 +79,7 @@ from infonoise_modalities.image.inception import (
     resolve_inception_weights,
 )
 from suite import paths
+from suite.cache import make_proof, proof_problem, recomputing
 from suite.metrics import INFONOISE_TABLE, METRICS, EvalInputs, Metric, MetricSpec
 from suite.stopping import check
 from suite.watch import progress_enabled
@@ -128,12 +134,36 @@ def weights_digest(state: Mapping[str, Tensor]) -> str:
     return digest.hexdigest()
 
 
-def _stats_refusal(path: Path, problem: str) -> ValueError:
+class StatisticsRefused(ValueError):
+    """A reference-statistics file the suite will not use: ``problem`` says why."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(
+            f"refusing cached FID reference statistics {path}: {problem}. To fix: delete it; the suite "
+            "computes it again from the reference images on next use."
+        )
+        self.path, self.problem = path, problem
+
+
+def _stats_refusal(path: Path, problem: str) -> StatisticsRefused:
     """The error for a cached reference-statistics file the suite will not use, saying what to do."""
-    return ValueError(
-        f"refusing cached FID reference statistics {path}: {problem}. To fix: delete it; the suite computes "
-        "it again from the reference images on next use."
-    )
+    return StatisticsRefused(path, problem)
+
+
+PROOF_MEMBER = "proof"  # the cache's proof (``suite.cache``), a 0-d unicode array beside mu and sigma
+PROOF_MAX_CHARS = 4096
+
+
+def read_statistics_proof(path: str | os.PathLike) -> str | None:
+    """The proof kept in a statistics ``.npz`` (``PROOF_MEMBER``), None when it has none or it is not a short
+    unicode scalar (read from its header first); call after :func:`read_reference_statistics` accepted it."""
+    with np.load(path, allow_pickle=False) as archive:
+        if PROOF_MEMBER not in archive.files:
+            return None
+        shape, dtype = _npy_header(archive, PROOF_MEMBER)
+        if shape != () or dtype.kind != "U" or dtype.itemsize > 4 * PROOF_MAX_CHARS:
+            return None
+        return str(archive[PROOF_MEMBER])
 
 
 SYMMETRY_RTOL = 1e-8
@@ -228,15 +258,21 @@ def read_reference_statistics(path: str | os.PathLike, dim: int) -> tuple[np.nda
     return mu, sigma
 
 
-def write_reference_statistics(path: str | os.PathLike, mu: np.ndarray, sigma: np.ndarray) -> None:
+def write_reference_statistics(
+    path: str | os.PathLike, mu: np.ndarray, sigma: np.ndarray, key: str | None = None
+) -> None:
     """Write `mu` and `sigma` as float64 arrays in an `.npz` at `path` (EDM's reference layout), atomically
-    (temporary file, fsync, rename) and readable by all (0644), since the suite's cache may be shared."""
+    (temporary file, fsync, rename) and readable by all (0644), since the suite's cache may be shared; with
+    `key` (what they were computed from) also their proof (`PROOF_MEMBER`, ``suite.cache.make_proof``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    arrays = {"mu": np.asarray(mu, dtype=np.float64), "sigma": np.asarray(sigma, dtype=np.float64)}
+    if key is not None:
+        arrays[PROOF_MEMBER] = np.array(make_proof(key, arrays))
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, mu=np.asarray(mu, dtype=np.float64), sigma=np.asarray(sigma, dtype=np.float64))
+            np.savez(handle, **arrays)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o644)
@@ -372,19 +408,37 @@ class FrechetDistance:
         extractor = create_feature_extractor(self.feature_extractor, [self.layer], **kwargs)
         features = extract_featuresdict_from_input_id(1, extractor, **kwargs)[self.layer].to(torch.float64)
         path = self.reference_statistics_path(reference)
-        if path.exists():
-            mu, sigma = read_reference_statistics(path, features.shape[1])
-        else:
+        seen = path.exists()
+        cached = self.cached_statistics(path, features.shape[1])
+        if cached is None:
             with statistics_lock(path.parent):  # runs started together compute them once
-                if path.exists():
-                    mu, sigma = read_reference_statistics(path, features.shape[1])
-                else:
+                cached = self.cached_statistics(path, features.shape[1], quiet=seen)
+                if cached is None:
                     stats = fid_features_to_statistics(
                         extract_featuresdict_from_input_id(2, extractor, **kwargs)[self.layer]
                     )
-                    mu, sigma = stats["mu"], stats["sigma"]
-                    write_reference_statistics(path, mu, sigma)
-        return frechet_distance(features.numpy(), mu, sigma)
+                    cached = stats["mu"], stats["sigma"]
+                    write_reference_statistics(path, *cached, key=path.stem)
+        return frechet_distance(features.numpy(), *cached)
+
+    @staticmethod
+    def cached_statistics(path: Path, dim: int, quiet: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
+        """(mu, sigma) cached at ``path`` when they are statistics of ``dim`` features
+        (:func:`read_reference_statistics`) and prove to be the ones computed for it (their proof's key is
+        the file's name, ``suite.cache.proof_problem``); None when absent or not (said on stderr, naming the
+        file and the problem, unless ``quiet``: they are then computed again)."""
+        if not path.exists():
+            return None
+        try:
+            mu, sigma = read_reference_statistics(path, dim)
+            problem = proof_problem(read_statistics_proof(path), path.stem, {"mu": mu, "sigma": sigma})
+        except StatisticsRefused as err:
+            problem = err.problem
+        if problem is None:
+            return mu, sigma
+        if not quiet:
+            recomputing(path, problem)
+        return None
 
 
 def frechet_distance(features: np.ndarray, mu_ref: np.ndarray, sigma_ref: np.ndarray) -> float:

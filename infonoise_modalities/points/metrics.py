@@ -91,7 +91,6 @@ as ``own_target_tv`` (with ``own_target`` naming it), never as ``value``.
 from __future__ import annotations
 
 import copy
-import io
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -102,11 +101,11 @@ import torch
 from torch import Tensor
 
 from infonoise_modalities.points.distributions import IsotropicMixture, exact_mmse, moments
+from suite.cache import cached_tensor
 from suite.metrics import METRICS, EvalInputs, Metric, MetricSpec
 from suite.metrics.frechet import trace_sqrt_product
 from suite.noise.analytic import AnalyticData, GaussianMixtureData
 from suite.noise.sampler import NoiseSampler, build_sampler
-from suite.records import write_atomic
 from suite.stream import seeded_generator
 from suite.task import content_fingerprint
 
@@ -137,16 +136,12 @@ class ExactMetric(Metric):
 
     def cached(self, name: str, key: tuple[Tensor | str, ...], compute: Callable[[], Tensor]) -> Tensor:
         """``compute()``, kept in the suite's cache folder under ``name`` and the content fingerprint of the
-        tensors and texts of ``key`` (every run of a study asks for the same tensor), and in this process."""
-        path = self.cache_dir / name / f"{content_fingerprint(*key)}.pt"
+        tensors and texts of ``key`` (every run of a study asks for the same tensor), and in this process; a
+        kept file that does not prove to be that value is recomputed (``suite.cache.cached_tensor``)."""
+        fingerprint = content_fingerprint(*key)
+        path = self.cache_dir / name / f"{fingerprint}.pt"
         if path not in self._cache:
-            if path.is_file():
-                self._cache[path] = torch.load(path, weights_only=True)
-            else:
-                self._cache[path] = compute()
-                buffer = io.BytesIO()
-                torch.save(self._cache[path], buffer)
-                write_atomic(path, buffer.getvalue())
+            self._cache[path] = cached_tensor(path, f"{name}/{fingerprint}", compute)
         return self._cache[path]
 
     def distribution(self) -> AnalyticData:

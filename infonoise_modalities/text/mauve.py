@@ -9,7 +9,8 @@ text's last token, each text truncated to ``max_length`` tokens; an encoder (the
 gives the attention-masked mean of its final layer, the pooling it was trained with. k-means depends on
 its seed, and MAUVE's spread over k-means seeds can be as large as the gaps between models, so the
 value is the mean over ``seeds`` k-means seeds with their standard deviation recorded. Reference features
-are cached on disk under ``<cache_dir>/mauve``, keyed by the featuriser and the texts.
+are cached on disk under ``<cache_dir>/mauve``, keyed by the featuriser and the texts, with their proof
+(``suite.cache``).
 
 Pairing, as mauve-text's protocol has it (Pillutla et al. 2021: texts generated from the prompts of held-out
 documents, compared with those documents' human continuations, about 5 000 per side): for a conditional task
@@ -34,7 +35,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -43,6 +43,7 @@ import numpy as np
 import torch
 
 from infonoise_modalities.text.data import MINILM_TOKENIZER, minilm_path
+from suite.cache import cached_arrays
 from suite.metrics import INFONOISE_TABLE, METRICS, EvalInputs, Metric, MetricSpec
 from suite.metrics.features import FEATURIZERS, Featurizer
 from suite.stopping import check
@@ -257,18 +258,15 @@ class MauveMetric(Metric):
         return self._model
 
     def reference_features(self, texts: Sequence[str]) -> np.ndarray:
-        """Features of the reference texts, read from or written to the on-disk cache."""
+        """Features of the reference texts, read from or written to the on-disk cache with their proof
+        (``suite.cache.cached_arrays``: recomputed when the file fails it)."""
         key = hashlib.sha256(f"{self.model.identity}:{_texts_key(texts)}".encode()).hexdigest()[:24]
-        path = self.cache_dir / "mauve" / f"ref-{key}.npy"
-        if path.exists():
-            return np.load(path)
-        feats = self.model.features(texts, self.batch_size)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-        with open(tmp, "wb") as handle:
-            np.save(handle, feats)
-        os.replace(tmp, path)
-        return feats
+        path = self.cache_dir / "mauve" / f"ref-{key}.npz"
+
+        def compute() -> dict[str, np.ndarray]:
+            return {"features": self.model.features(texts, self.batch_size)}
+
+        return cached_arrays(path, key, compute)["features"]
 
     def score(self, reference: np.ndarray, generated: np.ndarray) -> dict[str, float]:
         """MAUVE over the k-means seeds from features: mean, std and counts."""

@@ -26,7 +26,7 @@ from suite.exits import EXIT_BUSY, EXIT_DONE, EXIT_FAILED, EXIT_INTERRUPTED
 from suite.launch.plan import PlannedRun
 from suite.lease import LeaseLost, RunBusy
 from suite.records import RunDirectory, write_json
-from suite.run.training import train
+from suite.run.training import repair_done_run, train
 from suite.stopping import Interrupted, check
 
 
@@ -39,6 +39,8 @@ def launch_run(cfg_dict: dict[str, Any], run_dir: str) -> tuple[str, str]:
     if not marker.is_file():
         write_json(marker, comparison_config(cfg))
     if RunDirectory(folder).status() == "done":
+        for line in repair_done_run(folder):
+            print(line, flush=True)
         return "done already", ""
     try:
         train(cfg, folder)
@@ -49,6 +51,14 @@ def launch_run(cfg_dict: dict[str, Any], run_dir: str) -> tuple[str, str]:
         print(f"stopping: {lost}", flush=True)
         return "lease lost", lost.now
     return "done", ""
+
+
+def done_already(run: PlannedRun) -> None:
+    """Say that a planned run is done already, after dropping evaluation rows its records repeat
+    (``suite.run.training.repair_done_run``: a woken stale holder's write, say), each repair in a line."""
+    for line in repair_done_run(run.run_dir):
+        print(line, flush=True)
+    print(f"done already: {run.label}")
 
 
 def run_one(cfg_dict: dict[str, Any], run_dir: str) -> dict[str, Any]:
@@ -131,7 +141,7 @@ def run_local(runs: list[PlannedRun]) -> int:
             outcomes.append(("not started", run, ""))
             continue
         if run.status == "done":
-            print(f"done already: {run.label}")
+            done_already(run)
             outcomes.append(("done already", run, ""))
             continue
         try:

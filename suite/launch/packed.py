@@ -35,7 +35,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from suite.exits import EXIT_BUSY, EXIT_DONE, EXIT_FAILED, EXIT_INTERRUPTED
-from suite.launch.local import attempt, summarize
+from suite.launch.local import attempt, done_already, summarize
 from suite.launch.plan import PlannedRun
 from suite.registry import import_plugins
 from suite.stopping import STOP_SIGNALS, requested, stop_requests
@@ -234,7 +234,7 @@ def run_packed(runs: list[PlannedRun], runs_per_gpu: int) -> int:
     todo = []
     for index, run in enumerate(runs):
         if run.status == "done":
-            print(f"done already: {run.label}")
+            done_already(run)
         else:
             todo.append(index)
     launches: list[tuple[dict[str, Any], str]] = [

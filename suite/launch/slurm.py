@@ -69,7 +69,7 @@ from suite.launch.cluster import (
     read_submission,
     slurm_command,
 )
-from suite.launch.local import run_one
+from suite.launch.local import done_already, run_one
 from suite.launch.packed import check_pack_size, run_concurrently
 from suite.launch.plan import PlannedRun
 from suite.launch.request import LaunchRequest
@@ -127,7 +127,7 @@ def _queued(runs: Sequence[PlannedRun]) -> tuple[list[PlannedRun], int]:
         status = run.status
         job = read_submission(run.run_dir).get("job_id")
         if status == "done":
-            print(f"done already: {run.label}")
+            done_already(run)
         elif job and active and job in active:
             print(f"queued or running already as job {job}: {run.label}")
         else:

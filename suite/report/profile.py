@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from suite.cache import make_proof, proof_problem
 from suite.config import stable_hash
 from suite.noise.information import PosteriorDiagnostics
 from suite.outputs import claim
@@ -179,20 +180,26 @@ def posthoc_path(folder: Path, task_cfg: Mapping[str, Any]) -> Path:
 
 
 def write_posthoc(folder: Path, task_cfg: Mapping[str, Any], profile: PosthocProfile, variant: str) -> Path:
-    """Save the empirical-prior profile of a task config's data for the figures (JSON)."""
+    """Save the empirical-prior profile of a task config's data for the figures (JSON), with its proof
+    (``suite.cache.make_proof``: the task config's profile key, the σ grid and MMSE and their checksum)."""
 
     path = posthoc_path(folder, task_cfg)
     claim(path)
+    arrays = {
+        "sigma": np.asarray(profile.sigma, dtype=np.float64),
+        "mmse": np.asarray(profile.mmse, dtype=np.float64),
+    }
     write_json(
         path,
         {
             "task": task_cfg["name"],
             "data": variant,
-            "sigma": profile.sigma.tolist(),
-            "mmse": profile.mmse.tolist(),
+            "sigma": arrays["sigma"].tolist(),
+            "mmse": arrays["mmse"].tolist(),
             "nn_distance": profile.nn_distance,
             "n_points": profile.n_points,
             "dim": profile.dim,
+            "proof": make_proof(profile_key(task_cfg), arrays),
         },
     )
     return path
@@ -200,7 +207,9 @@ def write_posthoc(folder: Path, task_cfg: Mapping[str, Any], profile: PosthocPro
 
 def saved_profile(folder: Path) -> ProfileFn:
     """The ``ProfileFn`` that reads what ``suite profile`` wrote to ``folder`` (the grid saved there, not the
-    one asked for): figures never read a data set."""
+    one asked for): figures never read a data set. A saved profile that fails its proof (``suite.cache``:
+    another task config's, altered, or written before profiles carried one) raises ValueError naming the file
+    and the command that writes it again."""
 
     def read(task_cfg: dict[str, Any], _sigma: np.ndarray) -> PosthocProfile:
         path = posthoc_path(folder, task_cfg)
@@ -210,9 +219,17 @@ def saved_profile(folder: Path) -> ProfileFn:
                 f"--results {folder.parent}` (with the comparison's overrides) computes it"
             )
         saved = read_json(path)
+        arrays = {name: np.asarray(saved[name], dtype=np.float64) for name in ("sigma", "mmse")}
+        problem = proof_problem(saved.get("proof"), profile_key(task_cfg), arrays)
+        if problem:
+            raise ValueError(
+                f"the saved post hoc profile {path} is not used: {problem}. To fix: `suite profile --task "
+                f"{task_cfg['name']} --results {folder.parent}` (with the comparison's overrides) computes "
+                "it again"
+            )
         return PosthocProfile(
-            np.asarray(saved["sigma"], dtype=float),
-            np.asarray(saved["mmse"], dtype=float),
+            arrays["sigma"],
+            arrays["mmse"],
             float(saved["nn_distance"]),
             int(saved["n_points"]),
             int(saved["dim"]),

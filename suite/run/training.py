@@ -31,7 +31,7 @@ from omegaconf import DictConfig
 from suite.config import to_dict
 from suite.lease import Lease, LeaseLost, RunBusy, clean_temporary_files, read_holder
 from suite.metrics import MetricSpec
-from suite.records import RunDirectory, append_text, now
+from suite.records import RunDirectory, append_text, drop_duplicate_rows, now
 from suite.run.assembly import build_task
 from suite.run.checkpoint import fault_point
 from suite.run.distributed import DistContext, init_distributed
@@ -145,6 +145,33 @@ def take_lease(run_dir: Path, ctx: DistContext) -> Lease | None:
     return lease
 
 
+def drop_repeated_rows(folder: RunDirectory) -> list[str]:
+    """Drop the evaluation rows of a run that repeat an earlier row's key (``records.drop_duplicate_rows``:
+    the first is kept; call while holding the run's lease); returns the line that says what was dropped (none
+    when nothing was)."""
+    dropped = drop_duplicate_rows(folder.records)
+    if not dropped:
+        return []
+    lines = ", ".join(str(n) for n in dropped)
+    return [
+        f"repaired {folder.records}: dropped {len(dropped)} evaluation row(s) repeating an earlier row's "
+        f"metric, evaluation point and protocol (line(s) {lines}; the first of each is kept)"
+    ]
+
+
+def repair_done_run(run_dir: Path) -> list[str]:
+    """:func:`drop_repeated_rows` of a ``done`` run under its lease; none when another live process holds
+    the run (it repairs the run itself when it finds it done)."""
+    folder = RunDirectory(run_dir)
+    if not folder.records.is_file():
+        return []
+    try:
+        with Lease(run_dir):
+            return drop_repeated_rows(folder)
+    except RunBusy:
+        return []
+
+
 def stand_in_lines(data: TaskData, metrics: list[MetricSpec]) -> list[str]:
     """A ``note:`` line for stand-in data and one per substitute metric, naming what stands in for what;
     none when the run trains on the real data and scores with the real metrics."""
@@ -167,6 +194,8 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any]:
     try:
         folder = RunDirectory(run_dir)
         if folder.status() == "done":  # finished by the previous holder
+            for line in drop_repeated_rows(folder) if lease is not None else []:
+                print(line, flush=True)
             return folder.info()
         folder.refuse_links()
         if not ctx.is_main:

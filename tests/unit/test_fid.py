@@ -96,7 +96,7 @@ def test_reference_statistics_are_cached_and_generated_are_not(tmp_path):
     kwargs = {"input2": ImageTensorDataset(ref), "batch_size": 50, "cuda": False, "save_cpu_ram": True}
     expected = fid_input_id_to_statistics(2, extractor, "32", **kwargs)
     with np.load(path, allow_pickle=False) as cached:
-        assert cached.files == ["mu", "sigma"]
+        assert cached.files == ["mu", "sigma", "proof"]
         assert cached["mu"].dtype == cached["sigma"].dtype == np.float64
         assert np.array_equal(cached["mu"], expected["mu"]) and np.array_equal(
             cached["sigma"], expected["sigma"]
@@ -131,7 +131,7 @@ def test_a_run_waiting_for_reference_statistics_reads_the_file_another_process_w
             time.sleep(0.05)
         waiting.join(timeout=1)  # it has its features; now it waits for the lock
         assert waiting.is_alive() and fid_extractor.RandomConvExtractor.images_seen == 80
-        write_reference_statistics(path, own["mu"], own["sigma"])
+        write_reference_statistics(path, own["mu"], own["sigma"], key=path.stem)
     waiting.join(timeout=30)
     assert fid_extractor.RandomConvExtractor.images_seen == 80  # the reference was never featurised
     assert abs(result[0]) < 1e-6 * rand_fd(tmp_path / "fresh")(gen, ref)
@@ -252,10 +252,10 @@ def plant_payload(kind, path, marker):
 
 
 @pytest.mark.parametrize("kind", ["torch-fidelity cache", "pickle", "torch archive", "npz object array"])
-def test_fid_cache_with_a_reduce_payload_never_runs_it(kind, isolated_caches):
+def test_fid_cache_with_a_reduce_payload_never_runs_it(kind, isolated_caches, capsys):
     """A payload planted where FID reads its cached reference statistics does not run: torch-fidelity's
-    cache files (statistics and features) are never read, and the suite's .npz is refused naming the file;
-    the same file through a loader that unpickles does run it."""
+    cache files (statistics and features) are never read, and the suite's .npz is refused naming the file
+    and computed again; the same file through a loader that unpickles does run it."""
     ref, gen = blobs(120, seed=0), blobs(80, seed=1)
     clean = rand_fd(isolated_caches / "clean")(gen, ref)
     cache = isolated_caches / "suite"  # $SUITE_CACHE, the cache evaluation hands its metrics
@@ -271,16 +271,19 @@ def test_fid_cache_with_a_reduce_payload_never_runs_it(kind, isolated_caches):
     else:
         planted = [metric.distance.reference_statistics_path(ref)]
         trusting = plant_payload(kind, planted[0], marker)
-        with pytest.raises(ValueError) as err:
-            metric(EvalInputs(gen, ref))
-        message = str(err.value)
-        assert f"refusing cached FID reference statistics {planted[0]}" in message and "delete it" in message
+        copy = planted[0].with_name("planted")
+        copy.write_bytes(planted[0].read_bytes())
+        assert metric(EvalInputs(gen, ref)) == {"value": clean}
         problem = {
             "pickle": "neither an .npz",
             "torch archive": "no mu or sigma",
             "npz object array": "object array",
         }
-        assert problem[kind] in message
+        err = capsys.readouterr().err
+        assert (
+            err.startswith(f"warning: cache {planted[0]}: ") and problem[kind] in err and "recomputing" in err
+        )
+        os.replace(copy, planted[0])
     assert not marker.exists()
 
     trusting()
@@ -303,15 +306,62 @@ def npy_bytes(array):
         (lambda path: path.write_bytes(npy_bytes(np.zeros(32))), "single .npy array"),
     ],
 )
-def test_damaged_or_foreign_reference_statistics_are_refused_naming_the_file(write, problem, tmp_path):
+def test_damaged_or_foreign_reference_statistics_are_named_and_computed_again(
+    write, problem, tmp_path, capsys
+):
     fd = rand_fd(tmp_path / "c")
     ref = blobs(10, seed=0)
+    clean = rand_fd(tmp_path / "clean")(blobs(10, seed=1), ref)
     path = fd.reference_statistics_path(ref)
     path.parent.mkdir(parents=True)
     write(path)
-    with pytest.raises(ValueError) as err:
-        fd(blobs(10, seed=1), ref)
-    assert str(path) in str(err.value) and problem in str(err.value)
+    assert fd(blobs(10, seed=1), ref) == clean
+    err = capsys.readouterr().err
+    assert (
+        err.startswith(f"warning: cache {path}: ")
+        and problem in err
+        and err.rstrip().endswith("recomputing it")
+    )
+    assert fd(blobs(10, seed=1), ref) == clean and capsys.readouterr().err == ""
+
+
+def truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def zero_values(path: Path) -> None:
+    with np.load(path, allow_pickle=False) as cached:
+        arrays = {name: cached[name] for name in cached.files}
+    np.savez(path, **arrays | {"mu": np.zeros_like(arrays["mu"]), "sigma": np.zeros_like(arrays["sigma"])})
+
+
+def without_proof(path: Path) -> None:
+    with np.load(path, allow_pickle=False) as cached:
+        arrays = {name: cached[name] for name in ("mu", "sigma")}
+    np.savez(path, **arrays)
+
+
+@pytest.mark.parametrize(
+    "damage, problem",
+    [
+        (truncate, "it is not a readable .npz archive"),
+        (zero_values, "its values are not the ones written"),
+        (without_proof, "it carries no proof of what it holds"),
+    ],
+)
+def test_truncated_zeroed_or_unproven_cached_statistics_are_named_and_computed_again(
+    damage, problem, tmp_path, capsys
+):
+    """Zeroed statistics are statistics (μ = 0, Σ = 0 pass every check of their form); their proof tells."""
+    fd = rand_fd(tmp_path / "c")
+    ref, gen = blobs(40, seed=0), blobs(40, seed=1)
+    clean = fd(gen, ref)
+    path = fd.reference_statistics_path(ref)
+    damage(path)
+    assert fd(gen, ref) == clean
+    err = capsys.readouterr().err
+    assert err.startswith(f"warning: cache {path}: {problem}") and err.rstrip().endswith("; recomputing it")
+    assert fd(gen, ref) == clean and capsys.readouterr().err == ""
 
 
 @pytest.mark.parametrize(
@@ -381,8 +431,8 @@ POISONS = {
 
 
 @pytest.mark.parametrize("poison", [*POISONS, "header bomb"])
-def test_cached_statistics_that_are_not_statistics_are_refused_before_a_distance_is_computed(
-    tmp_path, poison
+def test_cached_statistics_that_are_not_statistics_are_named_and_computed_again_before_a_distance_is_computed(
+    tmp_path, poison, capsys
 ):
     ref, gen = blobs(40, seed=0), blobs(40, seed=1)
     fd = rand_fd(tmp_path / "c")
@@ -394,14 +444,10 @@ def test_cached_statistics_that_are_not_statistics_are_refused_before_a_distance
         problem = "sigma float64 (1000000000000, 1000000000000); expected float (32,) and (32, 32)"
     else:
         change, problem = POISONS[poison]
-        write_reference_statistics(path, *change(mu, sigma))
-    with pytest.raises(ValueError) as err:
-        fd(gen, ref)
-    message = str(err.value)
-    assert message.startswith(f"refusing cached FID reference statistics {path}: ") and problem in message
-    assert "\n" not in message
-    path.unlink()
-    assert fd(gen, ref) == clean  # recomputed once the file is gone
+        write_reference_statistics(path, *change(mu, sigma), key=path.stem)
+    assert fd(gen, ref) == clean
+    err = capsys.readouterr().err
+    assert err.startswith(f"warning: cache {path}: ") and problem in err and err.count("\n") == 1
 
 
 def test_the_statistics_of_fewer_samples_than_features_pass_the_checks():

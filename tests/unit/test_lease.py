@@ -1,7 +1,8 @@
 """The run lease: one holder at a time, stale leases taken over (by the file system's clock, skew reported),
 heartbeats that never touch a lease taken over, a write guard that stops a holder that lost its lease,
-``suite lease break``, the exit code of a launch of busy runs, dead writers' files removed. The ranks of a
-distributed run sharing one lease are in ``tests/integration/test_lease.py``."""
+``suite lease break``, the exit code of a launch of busy runs, dead writers' files removed, the fence that
+undoes a write a holder woken after a take-over makes, and a done run's repeated rows dropped on re-run. The
+ranks of a distributed run sharing one lease are in ``tests/integration/test_lease.py``."""
 
 import dataclasses
 import json
@@ -16,7 +17,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from omegaconf import OmegaConf
 
+import suite.records
+from suite.cli import main
+from suite.config import compose_run
 from suite.lease import (
     BREAK_FILE,
     LEASE_FILE,
@@ -24,12 +29,14 @@ from suite.lease import (
     Lease,
     LeaseLost,
     RunBusy,
+    break_lease,
     clean_temporary_files,
     read_holder,
     read_lease,
 )
-from suite.records import RunDirectory, append_jsonl
+from suite.records import RunDirectory, append_jsonl, read_jsonl, write_json
 from suite.run.checkpoint import save_checkpoint
+from suite.run.training import train
 
 
 def dead_pid() -> int:
@@ -220,8 +227,6 @@ def test_heartbeat_of_a_holder_whose_lease_was_taken_over_and_released_does_not_
 def test_a_lease_naming_pid_1_without_a_start_time_is_broken_by_suite_lease_break(tmp_path, capsys):
     """pid 1 always runs, and without a start time a reused pid cannot be told apart: the lease counts as
     live while its heartbeat is fresh, is broken by hand, and goes stale with its heartbeat."""
-    from suite.cli import main
-
     plant(tmp_path, pid=1, start_ticks=None, token="init")
     (tmp_path / "config.yaml").write_text("{}\n")  # a run folder
     with pytest.raises(RunBusy, match=rf"{os.uname().nodename} pid 1 since"):
@@ -240,8 +245,6 @@ def test_a_lease_naming_pid_1_without_a_start_time_is_broken_by_suite_lease_brea
 
 
 def test_breaking_a_live_holders_lease_stops_it_at_its_next_write(tmp_path, capsys):
-    from suite.cli import main
-
     (tmp_path / "config.yaml").write_text("{}\n")  # a run folder
     with Lease(tmp_path):
         assert main(["lease", "break", "--force", str(tmp_path)]) == 0
@@ -252,8 +255,6 @@ def test_breaking_a_live_holders_lease_stops_it_at_its_next_write(tmp_path, caps
 
 
 def test_lease_break_refuses_a_folder_that_is_not_a_run_and_a_live_lease_without_force(tmp_path, capsys):
-    from suite.cli import main
-
     plant(tmp_path, pid=dead_pid(), token="dead")
     assert main(["lease", "break", str(tmp_path)]) == 2
     err = capsys.readouterr().err
@@ -395,3 +396,124 @@ def test_a_launch_whose_runs_were_all_skipped_as_busy_exits_3_with_one_line_per_
         LEASE_FILE,
         LEASE_FILE,
     ]
+
+
+TAKE_OVER = """
+import json, sys
+from suite.config import from_resolved
+from suite.run.training import train
+train(from_resolved(json.loads(sys.argv[1])), sys.argv[2])
+"""
+RING2D = [
+    "device=cpu",
+    "task.train_size=512",
+    "task.reference_size=64",
+    "budget.batch=16",
+    "budget.kimg=0.064",
+    "budget.tick_kimg=0.032",
+    "budget.checkpoint_kimg=0.032",
+    "budget.eval_points=2",
+    "budget.eval.samples=32",
+    "budget.eval.reference=32",
+    "budget.eval.batch_size=32",
+    "task.solver_steps=2",
+    "task.metrics.kl-bound.samples=8192",
+    "task.metrics.kl-bound.nodes=4",
+    "task.metrics.sliced-w2.projections=8",
+]
+TIMINGS = ("sec_per_kimg", "wall_time", "eval_seconds")
+
+
+def untimed(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in row.items() if k not in TIMINGS} for row in rows]
+
+
+def test_a_holder_woken_after_a_take_over_finished_the_run_leaves_the_records_of_an_uninterrupted_run(
+    tmp_path, monkeypatch
+):
+    """The stop is placed at ``suite.records.pause_before_write``, after the guard of the holder's first
+    evaluation rows: there the lease is broken and another process trains the run to ``done``; woken, the
+    holder's append is undone and it stops with LeaseLost."""
+    monkeypatch.setenv("SUITE_CACHE", str(tmp_path / "cache"))
+    cfg = compose_run("ring2d", "edm", "smoke", RING2D)
+    train(cfg, tmp_path / "whole")
+    run_dir = tmp_path / "stopped"
+    taken_over = []
+
+    def take_over(path: Path) -> None:
+        if path.name != "records.jsonl" or taken_over:
+            return
+        assert break_lease(run_dir, read_lease(run_dir))
+        resolved = json.dumps(OmegaConf.to_container(cfg, resolve=True))
+        done = subprocess.run([sys.executable, "-c", TAKE_OVER, resolved, str(run_dir)], env=os.environ)
+        taken_over.append(done.returncode)
+
+    monkeypatch.setattr(suite.records, "pause_before_write", take_over)
+    with pytest.raises(LeaseLost):
+        train(cfg, run_dir)
+    assert taken_over == [0]
+    whole, stopped = RunDirectory(tmp_path / "whole"), RunDirectory(run_dir)
+    assert stopped.status() == "done"
+    assert untimed(stopped.rows()) == untimed(whole.rows())
+    assert untimed(read_jsonl(stopped.stats)) == untimed(read_jsonl(whole.stats))
+
+
+def test_a_holder_stopped_between_its_guard_and_a_replace_puts_back_the_file_a_take_over_wrote(
+    tmp_path, monkeypatch
+):
+    """Woken after the take-over wrote run.json, the stale holder's replace is undone: run.json is the new
+    holder's, and the stale holder raises LeaseLost."""
+    run_dir = tmp_path / "run"
+    lease = Lease(run_dir, timeout=60)
+    lease.acquire()
+
+    def take_over(path: Path) -> None:
+        assert break_lease(run_dir, read_lease(run_dir))
+        plant(run_dir, host="node-b")
+        (run_dir / "new").write_text('{"status": "done"}\n')
+        os.replace(run_dir / "new", run_dir / "run.json")
+        time.sleep(0.05)  # the holder stays stopped past a tick of the file system's clock
+
+    monkeypatch.setattr(suite.records, "pause_before_write", take_over)
+    try:
+        with pytest.raises(LeaseLost):
+            write_json(run_dir / "run.json", {"status": "running"})
+    finally:
+        lease.release()
+    assert json.loads((run_dir / "run.json").read_text()) == {"status": "done"}
+    assert sorted(p.name for p in run_dir.iterdir()) == [LEASE_FILE, "run.json"]
+
+
+def test_a_write_made_before_the_take_over_stands(tmp_path):
+    """A holder stopped after its append, before the check that follows it: the take-over came later, so the
+    row stays, and the holder stops at its next write."""
+    run_dir = tmp_path / "run"
+    with Lease(run_dir, timeout=60) as lease:
+        append_jsonl(run_dir / "records.jsonl", [{"nimg": 1}])
+        written = (run_dir / "records.jsonl").stat().st_ctime_ns
+        time.sleep(0.02)  # past the file system clock's tick
+        plant(run_dir, host="node-b")
+        assert lease.fence(written)
+        with pytest.raises(LeaseLost):
+            append_jsonl(run_dir / "records.jsonl", [{"nimg": 2}])
+    assert [row["nimg"] for row in RunDirectory(run_dir).rows()] == [1]
+
+
+def test_a_done_run_whose_records_repeat_an_evaluation_is_repaired_on_re_run_keeping_the_first(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("SUITE_CACHE", str(tmp_path / "cache"))
+    results = tmp_path / "results"
+    argv = ["run", "--task", "ring2d", "--sampler", "edm", "--budget", "smoke", "--results", str(results)]
+    overrides = [o for o in RING2D if not o.startswith("budget.checkpoint_kimg")]
+    assert main([*argv, *overrides]) == 0
+    (records,) = results.glob("runs/*/edm/seed0/records.jsonl")
+    rows = RunDirectory(records.parent).rows()
+    copy = dict(rows[0], value=rows[0]["value"] + 1.0)
+    append_jsonl(records, [copy])
+    capsys.readouterr()
+    assert main([*argv, *overrides]) == 0
+    out = capsys.readouterr().out
+    assert f"repaired {records}: dropped 1 evaluation row(s) repeating an earlier row's" in out
+    assert f"(line(s) {len(rows) + 1}; the first of each is kept)" in out and "done already" in out
+    assert RunDirectory(records.parent).rows() == rows

@@ -50,11 +50,24 @@ def test_mauve_of_real_text_exceeds_word_shuffled_text_by_a_wide_margin(fortunes
 
 def test_reference_features_are_cached_on_disk(fortunes, metric) -> None:
     metric.reference_features(fortunes[:20])
-    files = list((metric.cache_dir / "mauve").glob("ref-*.npy"))
+    files = list((metric.cache_dir / "mauve").glob("ref-*.npz"))
     assert files
     before = {f: f.stat().st_mtime_ns for f in files}
     metric.reference_features(fortunes[:20])
     assert {f: f.stat().st_mtime_ns for f in files} == before
+
+
+def test_truncated_reference_features_are_named_and_computed_again(fortunes, metric, capsys) -> None:
+    features = metric.reference_features(fortunes[20:30])
+    path = max((metric.cache_dir / "mauve").glob("ref-*.npz"), key=lambda f: f.stat().st_mtime_ns)
+    path.write_bytes(path.read_bytes()[:100])
+    capsys.readouterr()
+    assert (metric.reference_features(fortunes[20:30]) == features).all()
+    err = capsys.readouterr().err
+    assert (
+        err.startswith(f"warning: cache {path}: it is not a readable .npz archive")
+        and "recomputing it" in err
+    )
 
 
 def test_minilm_mauve_stands_in_for_the_mauve_of_the_published_owt_row(metric) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from suite.noise.weighting import EDMWeight, UniformWeight
 from suite.report.allocations import final_allocation
 from suite.report.figures import effective_allocation, registered_densities
 from suite.report.plots import discover_runs, plot_alignment, plot_results, plot_sampler_densities
-from suite.report.profile import PosthocProfile, saved_profile, write_posthoc
+from suite.report.profile import PosthocProfile, posthoc_path, saved_profile, write_posthoc
 from suite.report.quality_figure import figure_target, quality_figure
 from suite.report.report import config_overrides, hydra_value, reproduce_command
 from suite.report.rows import load_records
@@ -259,6 +260,23 @@ def test_saved_profile_round_trips_and_a_missing_one_names_the_command(tmp_path:
     back = read(moved, sigma[:3])
     assert np.array_equal(back.sigma, written.sigma) and np.array_equal(back.mmse, written.mmse)
     assert (back.nn_distance, back.n_points, back.dim) == (6.0, 64, 784)
+
+
+def test_a_saved_profile_that_fails_its_proof_is_refused_naming_the_file_and_the_command(tmp_path: Path):
+    task_cfg = config({})["task"]
+    sigma = np.geomspace(0.002, 80.0, 41)
+    path = write_posthoc(tmp_path / "profiles", task_cfg, tiny_profile(task_cfg, sigma), "tiny")
+    saved = json.loads(path.read_text())
+    path.write_text(json.dumps(saved | {"mmse": [0.0] * len(saved["mmse"])}))
+    with pytest.raises(ValueError) as err:
+        saved_profile(tmp_path / "profiles")(task_cfg, sigma)
+    message = str(err.value)
+    assert message.startswith(f"the saved post hoc profile {path} is not used: its values are not the ones")
+    assert f"To fix: `suite profile --task fashion --results {tmp_path}`" in message
+    other = task_cfg | {"train_size": 7}  # another config's profile, copied under this one's name
+    posthoc_path(tmp_path / "profiles", other).write_text(json.dumps(saved))
+    with pytest.raises(ValueError, match="it was computed from other inputs"):
+        saved_profile(tmp_path / "profiles")(other, sigma)
 
 
 def test_each_sampler_keeps_its_colour_whichever_others_a_figure_draws():
