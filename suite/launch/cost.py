@@ -20,11 +20,11 @@ The planning rate of one H200 is a measured one, labelled with where it comes fr
    says so, and the hours are a lower bound (a small network uses the device less well), until ``suite
    bench train --task T`` on a GPU measures one.
 
-On this machine, ``measured_here`` times the run itself: its trainer's optimiser steps at the run's batch
-(after one untimed step) and one evaluation as the run makes it, with the threads each run will get (a run
-packed K to a machine gets 1/K of the cores); ``wall_seconds`` then counts steps × step time + evaluation
-points × evaluation time per run, and the runs K at a time. ``suite bench plan`` sets this plan against
-measured wall times.
+On this machine, ``measured_here`` times the run itself: its trainer's optimiser steps at the run's batch (the
+median step, after two untimed ones) and one evaluation as the run makes it, with the threads each run will
+get (a run packed K to a machine gets 1/K of the cores); ``wall_seconds`` then counts steps × step time +
+evaluation points × evaluation time per run, and the runs K at a time. ``suite bench plan`` sets this plan
+against measured wall times.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import functools
 import io
 import json
 import math
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -53,8 +54,9 @@ PLANNING_RATE = "212 TFLOP/s (EDM's CIFAR-10 loop with --fp16 on one H200: 1667 
 
 
 BENCH_REPORTS = Path(__file__).resolve().parents[2] / "results"
-PLAN_STEPS = 3  # timed optimiser steps of the wall-time plan, after an untimed one
-PLAN_EVAL_SAMPLES = 128  # at most this many samples in the plan's timed evaluation, scaled to the budget's
+PLAN_WARM_STEPS = 2  # untimed optimiser steps before the plan's timed ones
+PLAN_STEPS, PLAN_MAX_STEPS, PLAN_MIN_S = 5, 40, 1.0  # timed steps: at least 5, more until 1 s (at most 40)
+PLAN_EVAL_SAMPLES = 1024  # at most this many samples in the plan's timed evaluation, scaled to the budget's
 PLAN_EVAL_REFERENCE = 1024  # and at most this many reference examples
 QUICK_BATCH = 32  # a dry run times its steps on at most this many examples, scaled to the run's batch
 WARN_HOURS = 1.0  # a local plan longer than this on this machine is said in a warning line
@@ -185,14 +187,14 @@ def threads_per_run(at_once: int = 1) -> int:
 
 
 def measured_here(spec: RunSpec, at_once: int = 1, whole: bool = True) -> dict[str, Any]:
-    """Seconds per optimiser step and per evaluation of the run on the device a local launch trains on,
-    with the threads each of ``at_once`` runs gets (``threads_per_run``), and the hours of one run at
-    those (module docstring): the run's trainer at its own batch, one untimed step, then ``PLAN_STEPS``
-    timed ones, then one evaluation after an untimed one (``planning_spec``: at most ``PLAN_EVAL_SAMPLES``
-    samples, the time scaled to the budget's samples). Without ``whole`` (a dry run, which must answer in
-    seconds), or where the run's trainer cannot be built (its data are missing), forward and backward
-    passes and Adam steps on the task's example data at the run's batch stand in for the steps, and the
-    evaluation is left out (the source says so)."""
+    """Seconds per optimiser step and per evaluation of the run on the device a local launch trains on, with
+    the threads each of ``at_once`` runs gets (``threads_per_run``), and the hours of one run at those (module
+    docstring): the run's trainer at its own batch, ``PLAN_WARM_STEPS`` untimed steps, then the median of
+    ``PLAN_STEPS`` or more timed ones (``_median_step``), then one evaluation after an untimed one
+    (``planning_spec``: at most ``PLAN_EVAL_SAMPLES`` samples, the time scaled to the budget's samples).
+    Without ``whole`` (a dry run, which must answer in seconds), or where the run's trainer cannot be
+    built (its data are missing), forward and backward passes and Adam steps on the task's example data at
+    the run's batch stand in for the steps, and the evaluation is left out (the source says so)."""
     device = torch.device("cuda" if spec.device != "cpu" and torch.cuda.is_available() else "cpu")
     threads = threads_per_run(at_once) if device.type == "cpu" else torch.get_num_threads()
     before = torch.get_num_threads()
@@ -233,7 +235,8 @@ def measured_here(spec: RunSpec, at_once: int = 1, whole: bool = True) -> dict[s
         "hours": per_run / 3600,
         "threads": threads,
         "device": where,
-        "source": f"measured now with {source}: {PLAN_STEPS} optimiser steps after an untimed one, "
+        "source": f"measured now with {source}: the median of {PLAN_STEPS}+ optimiser steps after "
+        f"{PLAN_WARM_STEPS} untimed, "
         f"{steps} steps of batch {spec.budget.batch} per run; {evaluation}",
     }
 
@@ -271,13 +274,10 @@ def _planning_trainer(spec: RunSpec, folder: Path) -> Any:
 def _steps_and_evaluation(trainer: Any, device: torch.device) -> tuple[float, float | None]:
     """(seconds per optimiser step, seconds of one evaluation) of ``trainer`` (``measured_here``); None for
     an evaluation that failed."""
-    trainer.train_step()  # allocations and lazy initialisation
-    _synchronize(device)
-    start = time.perf_counter()
-    for _ in range(PLAN_STEPS):
+    for _ in range(PLAN_WARM_STEPS):  # allocations and lazy initialisation
         trainer.train_step()
     _synchronize(device)
-    step_s = (time.perf_counter() - start) / PLAN_STEPS
+    step_s = _median_step(trainer.train_step, device)
     if trainer.evaluator is None or trainer.spec.budget.eval_points < 1:
         return step_s, 0.0
 
@@ -314,11 +314,20 @@ def _passes_only(spec: RunSpec, device: torch.device) -> float:
 
     step()
     _synchronize(device)
-    start = time.perf_counter()
-    for _ in range(PLAN_STEPS):
+    return _median_step(step, device) * spec.budget.batch / n
+
+
+def _median_step(step: Any, device: torch.device) -> float:
+    """The median seconds of ``step()`` over at least ``PLAN_STEPS`` calls, more until they took
+    ``PLAN_MIN_S`` (at most ``PLAN_MAX_STEPS``): a median, as other processes on a shared machine slow some
+    calls."""
+    times: list[float] = []
+    while len(times) < PLAN_STEPS or (sum(times) < PLAN_MIN_S and len(times) < PLAN_MAX_STEPS):
+        start = time.perf_counter()
         step()
-    _synchronize(device)
-    return (time.perf_counter() - start) / PLAN_STEPS * spec.budget.batch / n
+        _synchronize(device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def _synchronize(device: torch.device) -> None:
