@@ -169,12 +169,19 @@ def planned_cost(spec: RunSpec) -> dict[str, Any]:
 
 
 def wall_seconds(
-    step_s: float, steps: int, eval_s: float, eval_points: int, runs: int, at_once: int = 1
+    step_s: float,
+    steps: int,
+    eval_s: float,
+    eval_points: int,
+    runs: int,
+    at_once: int = 1,
+    setup_s: float = 0.0,
 ) -> tuple[float, float]:
-    """(seconds of one run, seconds of ``runs`` runs): a run takes ``steps`` optimiser steps of ``step_s``
-    and ``eval_points`` evaluations of ``eval_s``; the runs go ``at_once`` at a time, each batch of them as
-    long as one run (each timed with the threads it gets, ``threads_per_run``)."""
-    one = steps * step_s + eval_points * eval_s
+    """(seconds of one run, seconds of ``runs`` runs): a run takes ``setup_s`` to build its trainer,
+    ``steps`` optimiser steps of ``step_s`` and ``eval_points`` evaluations of ``eval_s``; the runs go
+    ``at_once`` at a time, each batch of them as long as one run (each timed with the threads it gets,
+    ``threads_per_run``)."""
+    one = setup_s + steps * step_s + eval_points * eval_s
     return one, math.ceil(runs / max(1, at_once)) * one
 
 
@@ -201,7 +208,9 @@ def measured_here(spec: RunSpec, at_once: int = 1, whole: bool = True) -> dict[s
     torch.set_num_threads(threads)
     try:
         with tempfile.TemporaryDirectory(prefix="suite-plan-") as tmp:
+            start = time.perf_counter()
             trainer = _planning_trainer(spec, Path(tmp)) if whole else None
+            setup_s = time.perf_counter() - start if trainer is not None else 0.0
             left_out = None  # why the evaluations are not in the plan
             if trainer is None:
                 step_s, eval_s = _passes_only(spec, device), 0.0
@@ -217,7 +226,7 @@ def measured_here(spec: RunSpec, at_once: int = 1, whole: bool = True) -> dict[s
     finally:
         torch.set_num_threads(before)
     steps = math.ceil(spec.budget.total_nimg / spec.budget.batch)
-    per_run, _ = wall_seconds(step_s, steps, eval_s, spec.budget.eval_points, 1)
+    per_run, _ = wall_seconds(step_s, steps, eval_s, spec.budget.eval_points, 1, setup_s=setup_s)
     where = (
         f"cpu, {threads} thread(s) per run" if device.type == "cpu" else torch.cuda.get_device_name(device)
     )
@@ -229,6 +238,7 @@ def measured_here(spec: RunSpec, at_once: int = 1, whole: bool = True) -> dict[s
     return {
         "step_s": step_s,
         "eval_s": eval_s,
+        "setup_s": setup_s,
         "steps": steps,
         "eval_points": spec.budget.eval_points,
         "examples_per_s": spec.budget.batch / step_s,
@@ -237,7 +247,8 @@ def measured_here(spec: RunSpec, at_once: int = 1, whole: bool = True) -> dict[s
         "device": where,
         "source": f"measured now with {source}: the median of {PLAN_STEPS}+ optimiser steps after "
         f"{PLAN_WARM_STEPS} untimed, "
-        f"{steps} steps of batch {spec.budget.batch} per run; {evaluation}",
+        f"{steps} steps of batch {spec.budget.batch} per run; {evaluation}; building the trainer "
+        f"{setup_s:.2g} s",
     }
 
 
@@ -369,9 +380,8 @@ def describe_here(here: dict[str, Any], runs: int, at_once: int = 1, budget: str
     """The planned wall time of ``runs`` runs on this machine, ``at_once`` at a time (a ``measured_here``
     with the same ``at_once``), and a ``warning:`` line when they take longer than ``WARN_HOURS``; it
     advises a smaller budget only to a ``budget`` that has one (not demo or smoke)."""
-    _, total_s = wall_seconds(
-        here["step_s"], here["steps"], here["eval_s"], here["eval_points"], runs, at_once
-    )
+    timed = (here["step_s"], here["steps"], here["eval_s"], here["eval_points"])
+    _, total_s = wall_seconds(*timed, runs, at_once, here.get("setup_s", 0.0))
     total = total_s / 3600
     order = "one after another" if at_once <= 1 else f"{at_once} at a time"
     lines = [

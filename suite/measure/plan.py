@@ -49,6 +49,7 @@ def bench_plan(request: BenchRequest) -> dict[str, Any]:
                     "task": task,
                     "budget": budget,
                     "threads": here["threads"],
+                    "setup_s": here["setup_s"],
                     "step_s": here["step_s"],
                     "steps": here["steps"],
                     "eval_s": here["eval_s"],
@@ -63,6 +64,7 @@ def bench_plan(request: BenchRequest) -> dict[str, Any]:
         ("task", "task"),
         ("budget", "budget"),
         ("threads", "threads"),
+        ("setup_s", "s/setup"),
         ("step_s", "s/step"),
         ("steps", "steps"),
         ("eval_s", "s/eval"),
@@ -73,8 +75,9 @@ def bench_plan(request: BenchRequest) -> dict[str, Any]:
         ("within", f"within {WITHIN:g}×"),
     ]
     notes = [
-        "planned: suite run's plan of one run (optimiser steps at the run's batch after an untimed one, "
-        "times its steps, plus one timed evaluation times its evaluation points)",
+        "planned: suite run's plan of one run (the median optimiser step at the run's batch, after two "
+        "untimed ones, times its steps, plus one timed evaluation times its evaluation points, plus the "
+        "time its trainer took to build)",
         "measured: the same run trained here to its end, trainer construction and checkpoints included",
     ]
     return {"rows": rows, "columns": columns, "notes": notes}

@@ -245,14 +245,15 @@ def test_after_a_tiny_run_table_report_plan_seeds_and_status_show_only_that_run_
 def test_the_wall_time_plan_counts_k_runs_at_a_time_each_with_its_share_of_threads_and_the_evaluations(
     monkeypatch,
 ):
-    """On given rates: a run is its steps times the step time plus its evaluation points times one
-    evaluation; 9 runs two at a time take 5 runs' time; a packed run gets its share of the cores; the
-    warning advises a smaller budget only where there is one."""
+    """On given rates: a run is building its trainer, its steps times the step time and its evaluation
+    points times one evaluation; 9 runs two at a time take 5 runs' time; a packed run gets its share of the
+    cores; the warning advises a smaller budget only where there is one."""
     import suite.launch.packed
     from suite.launch.cost import describe_here, threads_per_run, wall_seconds
 
     assert wall_seconds(0.5, 100, 10.0, 3, runs=9, at_once=2) == (80.0, 400.0)
     assert wall_seconds(0.5, 100, 10.0, 3, runs=9) == (80.0, 720.0)
+    assert wall_seconds(0.5, 100, 10.0, 3, runs=9, at_once=2, setup_s=4.0) == (84.0, 420.0)
     monkeypatch.setattr(suite.launch.packed, "usable_cores", lambda: 8)
     assert [threads_per_run(k) for k in (2, 3, 8, 16)] == [4, 2, 1, 1]
     assert threads_per_run(1) == torch.get_num_threads()
