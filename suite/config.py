@@ -7,9 +7,10 @@ run: ``config_hash`` of the whole resolved config, and ``comparison_hash`` of ev
 sampler and the seed — the runs of one comparison must share it, which is how the suite guarantees that
 samplers are compared with nothing else changed. What a task changes with the budget's size is one mapping
 of its config, ``sizes``, resolved at composition (``apply_size``), so both hashes cover only the chosen
-size's values. Where files sit (``task.root``, ``task.download``, the results folder), the device and the
-live loggers (``watch``) enter neither hash: the data's identity is its content fingerprint, which each run
-records and which must agree across the runs of a comparison (``suite.launch.plan``).
+size's values. Where files sit (``task.root``, ``task.download``, the results folder), the device, the
+live loggers (``watch``) and a budget's ``note`` (what its numbers can show) enter neither hash: the data's
+identity is its content fingerprint, which each run records and which must agree across the runs of a
+comparison (``suite.launch.plan``).
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ from suite.names import unknown_name
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 GROUPS = ("task", "sampler", "budget")
 LOCATION_KEYS = ("results", "device", "task.root", "task.download")
-OBSERVER_KEYS = ("watch",)  # live loggers (suite.watch): they watch the numbers, never change them
+# live loggers (suite.watch) watch the numbers, and a budget's note describes them: neither changes them
+OBSERVER_KEYS = ("watch", "budget.note")
 NOT_COMPARED = ("sampler", "seed", *LOCATION_KEYS, *OBSERVER_KEYS)
 
 

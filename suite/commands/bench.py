@@ -1,4 +1,4 @@
-"""``suite bench train|sampler|eval|sweep|statistics``: measured speed figures, side by side in one run
+"""``suite bench train|sampler|eval|sweep|plan|statistics``: measured speed figures, side by side in one run
 (``suite.measure.bench``), and the simulated studies through the table's statistics
 (``suite.measure.statistics``)."""
 
@@ -14,6 +14,7 @@ KINDS = {
     "sampler": "each sampler's cost per step against the training step",
     "eval": "samples/s at the task's NFE and metric features/s",
     "sweep": "aggregate examples/s, samples/s and memory of K concurrent runs on one device",
+    "plan": "suite run's planned wall time against the measured wall time of the same run",
 }
 BATCH_HELP = {
     "train": "global batch (default: the budget's)",
@@ -27,10 +28,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     kinds = parser.add_subparsers(dest="what", required=True)
     for what, about in KINDS.items():
         kind = kinds.add_parser(what, help=about)
-        kind.add_argument("--task", default="bfashion")
-        kind.add_argument("--budget", default="smoke")
+        if what == "plan":
+            kind.add_argument("--task", default="bfashion,twoscale", help="comma list of tasks")
+            kind.add_argument("--budget", default="demo,smoke", help="comma list of budgets")
+        else:
+            kind.add_argument("--task", default="bfashion")
+            kind.add_argument("--budget", default="smoke")
         kind.add_argument("--device", default="auto")
-        kind.add_argument("--batch", type=int, default=None, help=BATCH_HELP[what])
+        if what in BATCH_HELP:
+            kind.add_argument("--batch", type=int, default=None, help=BATCH_HELP[what])
         if what in ("train", "sampler", "sweep"):
             kind.add_argument("--steps", type=int, default=None, help="timed training steps")
         if what == "train":

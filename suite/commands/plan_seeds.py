@@ -1,5 +1,6 @@
 """``suite plan-seeds``: the seeds a stated difference to the target needs, from an upper bound of the
-spread measured so far (``suite.report.seed_plan.print_seed_plan``)."""
+spread measured so far in the user's runs (``suite.report.rows.load_own``; ``--all`` adds the committed
+evidence), planned by ``suite.report.seed_plan``."""
 
 from __future__ import annotations
 
@@ -31,14 +32,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also plan the time ratio for this speed-up (e.g. 1.5), stated before looking",
     )
     parser.add_argument("--target-samplers", default=None, help=TARGET_HELP)
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="also the committed evidence sets (folders holding an EVIDENCE file)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    from suite.report.seed_plan import print_seed_plan
+    from suite.report.rows import load_own, parse_targets
+    from suite.report.seed_plan import NO_ROWS, plan_caption, render, seed_plan
 
     if args.speedup == 1:
         print(
             "error: --speedup 1: give the speed-up worth detecting, other than 1 (e.g. 1.5)", file=sys.stderr
         )
         return 2
-    return print_seed_plan(args.results, args.difference, args.power, args.target_samplers, args.speedup)
+    df, left_out = load_own([args.results], args.all)
+    if df.empty:
+        where = args.results + (f" (left out: {left_out}; --all adds them)" if left_out else "")
+        print(f"error: no records under {where}", file=sys.stderr)
+        return 1
+    targets = parse_targets(args.target_samplers)
+    plan = seed_plan(df, args.difference, None, targets, args.power, speedup=args.speedup)
+    print(render(plan, "md", plan_caption(args.power, args.difference, speedup=args.speedup), NO_ROWS))
+    if left_out:
+        print(f"Left out: committed evidence {left_out}; `suite plan-seeds --all` adds it.")
+    return 0

@@ -7,7 +7,7 @@ import argparse
 
 from suite.commands import DEFAULT_RESULTS, TARGET_HELP
 
-HELP = "write results/REPORT.md with tables, figures and commands"
+HELP = "write RESULTS/REPORT.md of your runs with tables, figures and commands (--all: the evidence too)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,6 +19,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="folder for REPORT.md and its figures (default RESULTS; RESULTS may then be read-only)",
     )
     parser.add_argument(
+        "--all",
+        action="store_true",
+        help="also the committed evidence sets (folders holding an EVIDENCE file)",
+    )
+    parser.add_argument(
         "--force", action="store_true", help="write over files in --out that suite did not write there"
     )
 
@@ -26,4 +31,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from suite.report.report import report_results
 
-    return report_results(args.results, args.out, args.force, args.target_samplers)
+    return report_results(args.results, args.out, args.force, args.target_samplers, everything=args.all)

@@ -127,8 +127,10 @@ def run(args: argparse.Namespace) -> int:
     def plan() -> str:
         from suite.launch.cost import describe_cost, measured_here, planned_cost
 
-        here = measured_here(runs[0].spec) if request.launcher == "local" else None
-        cost = describe_cost(planned_cost(runs[0].spec), len(runs), here)
+        at_once = min(request.runs_per_gpu, len(runs))
+        here = measured_here(runs[0].spec, at_once, whole=False) if request.launcher == "local" else None
+        budget = runs[0].spec.budget.name
+        cost = describe_cost(planned_cost(runs[0].spec), len(runs), here, at_once, budget)
         return "\n".join([describe_configs(runs), describe(runs), *cost])
 
     return launch(runs, request, plan)

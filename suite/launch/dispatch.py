@@ -1,7 +1,7 @@
-"""The one dispatch of ``suite run`` and ``suite run --study``: :func:`launch` checks what the planned runs
-need and prints the plan (``--dry-run``), submits the arrays (``--launcher slurm``, ``suite.launch.slurm``) or
-trains the runs here, one at a time (``suite.launch.local``) or ``runs_per_gpu`` at once
-(``suite.launch.packed``)."""
+"""The one dispatch of ``suite run`` and ``suite run --study``: :func:`launch` says what the budget's numbers
+cannot show (its ``note``), checks what the planned runs need and prints the plan (``--dry-run``), submits
+the arrays (``--launcher slurm``, ``suite.launch.slurm``) or trains the runs here, one at a time
+(``suite.launch.local``) or ``runs_per_gpu`` at once (``suite.launch.packed``)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,13 @@ from suite.launch.request import LaunchRequest
 from suite.launch.slurm import describe_arrays, submit
 
 
+def budget_notes(runs: Sequence[PlannedRun]) -> list[str]:
+    """What the numbers of the runs' budgets cannot show, one line per budget with a ``note`` (demo, smoke:
+    that they cannot rank samplers), as ``suite table`` says it first under its blocks."""
+    notes = {str(run.cfg.budget.name): run.cfg.budget.get("note") for run in runs}
+    return [f"note: budget {name} {' '.join(str(n).split())}" for name, n in sorted(notes.items()) if n]
+
+
 def launch(runs: Sequence[PlannedRun], request: LaunchRequest, plan: Callable[[], str]) -> int:
     """Launch the checked ``runs`` as ``request`` says. With ``dry_run``: print ``plan()`` (the plan and its
     cost), the job arrays on SLURM, then one ``error:`` line per preflight problem (status 2) or nothing
@@ -26,6 +33,8 @@ def launch(runs: Sequence[PlannedRun], request: LaunchRequest, plan: Callable[[]
     check_pack_size(request.runs_per_gpu)
     for line in provisional_guidance(runs):
         print(line, file=sys.stderr, flush=True)
+    for line in budget_notes(runs):
+        print(line, flush=True)
     if request.dry_run:  # the plan and its cost first, whatever this machine lacks; then what it lacks
         print(plan(), flush=True)
         if request.launcher == "slurm":
@@ -42,6 +51,8 @@ def launch(runs: Sequence[PlannedRun], request: LaunchRequest, plan: Callable[[]
         return submit(runs, request)
     todo = [run for run in runs if run.status != "done"]
     if todo:  # before the first progress line, which may be hours away
-        print("\n".join(describe_here(measured_here(todo[0].spec), len(todo))), flush=True)
+        at_once = min(request.runs_per_gpu, len(todo))
+        here = measured_here(todo[0].spec, at_once)
+        print("\n".join(describe_here(here, len(todo), at_once, todo[0].spec.budget.name)), flush=True)
     runs = list(runs)
     return run_local(runs) if request.runs_per_gpu == 1 else run_packed(runs, request.runs_per_gpu)

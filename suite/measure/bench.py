@@ -1,4 +1,5 @@
-"""``suite bench train|sampler|eval|sweep``: the runner's speed, measured side by side in one run.
+"""``suite bench train|sampler|eval|sweep|plan``: the runner's speed, measured side by side in one run
+(``plan``: ``suite.measure.plan``).
 
 * ``train``: examples per second of ``Trainer.train_step`` (data indexing, σ draw, forward, backward,
   Adam, sampler observation, EMA) for each precision/compile variant the runner supports: ``fp32``,
@@ -49,6 +50,7 @@ from typing import Any
 import torch
 
 from suite.measure.evaluation import bench_eval
+from suite.measure.plan import bench_plan
 from suite.measure.request import BenchRequest, command_line, device_of
 from suite.measure.sweep import bench_sweep
 from suite.measure.train import bench_sampler, bench_train
@@ -93,9 +95,8 @@ def format_markdown(report: dict[str, Any]) -> str:
 def measure(request: BenchRequest) -> int:
     """``suite bench train|sampler|eval|sweep``: measure, print the table and, with ``--out``, write the
     JSON."""
-    bench = {"train": bench_train, "sampler": bench_sampler, "eval": bench_eval, "sweep": bench_sweep}[
-        request.what
-    ]
+    benches = {"train": bench_train, "sampler": bench_sampler, "eval": bench_eval, "sweep": bench_sweep}
+    bench = (benches | {"plan": bench_plan})[request.what]
     device = device_of(request)
     report = bench(request)
     header = {

@@ -21,10 +21,10 @@ VARIANTS: dict[str, tuple[str, bool]] = {
 
 @dataclass(frozen=True)
 class BenchRequest:
-    """What ``suite bench train|sampler|eval|sweep`` measures: the kind, the task and budget with their
+    """What ``suite bench train|sampler|eval|sweep|plan`` measures: the kind, the task and budget with their
     overrides, the device, and the options of that kind (None: its default)."""
 
-    what: str  # train, sampler, eval or sweep
+    what: str  # train, sampler, eval, sweep or plan
     task: str
     budget: str
     device: str  # auto, cpu or cuda

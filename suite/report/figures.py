@@ -5,16 +5,19 @@ the same in every figure, ``suite samplers``' included, whichever other samplers
 (``edm[p_mean=0.0]``) follow in order. The effective allocation of a sampler is φ(u) = π(u)·w(e^u) per
 unit u = ln σ, normalised (the density the training objective really spends on each noise level, for the
 task's loss weight w).
-Figures are drawn on matplotlib ``Figure`` objects without pyplot: no global state and no GUI backend.
+Figures are drawn on matplotlib ``Figure`` objects without pyplot: no global state and no GUI backend; each is
+saved as a PNG one paper column wide (3.5 in at 300 dpi: 1050 px) with a vector PDF beside it.
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import matplotlib as mpl
 import numpy as np
 import seaborn as sns
 import torch
@@ -32,6 +35,7 @@ SIGMA_MIN, SIGMA_MAX = 0.002, 80.0
 DASHES: list[tuple[float, ...]] = [(), (5, 2), (1.5, 1.5), (6, 2, 1.5, 2), (3, 1), (8, 2, 1.5, 2, 1.5, 2)]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "h"]
 SIGMA_LABEL = "noise level σ (log scale)"
+COLUMN_INCHES, COLUMN_DPI = 3.5, 300  # a PNG is one paper column wide at print resolution: 1050 px
 DENSITY_LABEL = "density per unit ln σ"
 
 
@@ -65,14 +69,25 @@ class Style:
         }
 
 
+def sampler_of(label: str) -> str:
+    """The sampler a legend label draws: "kg (warm-up prior: edm)" → "kg", "logu (p=1)" → "logu"; a swept
+    label (``edm[p_mean=0.0]``) is a sampler label of its own."""
+    return label.split(" (", 1)[0]
+
+
 def style_map(labels: Sequence[str]) -> dict[str, Style]:
-    """Distinct colour × dash × marker per label, in the table's sampler order (stable across figures)."""
+    """Distinct colour × dash × marker per label, in the table's sampler order: each of the suite's samplers
+    keeps its own in every figure (``sampler_of`` its label), other labels follow in order. The one palette
+    of every figure."""
     ordered = sampler_order(list(labels))
     known = list(PAPER_SAMPLERS + EXTRA_SAMPLERS)  # one fixed style each, whichever others are drawn
-    others = [label for label in ordered if label not in known]
+    others = [label for label in ordered if sampler_of(label) not in known]
     palette = sns.color_palette("tab10", 10) + sns.color_palette("Dark2", 8)
     index = {
-        label: known.index(label) if label in known else len(known) + others.index(label) for label in ordered
+        label: known.index(sampler_of(label))
+        if sampler_of(label) in known
+        else len(known) + others.index(label)
+        for label in ordered
     }
     return {
         label: Style(tuple(palette[i % len(palette)]), DASHES[i % len(DASHES)], MARKERS[i % len(MARKERS)], i)
@@ -102,13 +117,28 @@ def seaborn_styles(styles: dict[str, Style]) -> dict[str, Any]:
     }
 
 
+def png_dpi(fig: Figure) -> float:
+    """The resolution at which ``fig``, cropped to what it draws (``bbox_inches="tight"``), is
+    ``COLUMN_INCHES`` × ``COLUMN_DPI`` pixels wide: a paper's column at print resolution. Text does not
+    scale exactly with the resolution, so a first rendering's width corrects the estimate once."""
+    fig.draw_without_rendering()  # a constrained layout settles only when drawn
+    width = fig.get_tightbbox().width + 2 * float(mpl.rcParams["savefig.pad_inches"])  # inches
+    dpi = COLUMN_INCHES * COLUMN_DPI / width
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    pixels = int.from_bytes(buffer.getvalue()[16:20], "big")  # the PNG header's width
+    return dpi * COLUMN_INCHES * COLUMN_DPI / pixels
+
+
 def save_figure(fig: Figure, base: Path) -> list[Path]:
-    """Write ``base``.png and ``base``.pdf; returns both paths."""
+    """Write ``base``.png, one column wide (``png_dpi``), and ``base``.pdf beside it (vector); returns both
+    paths."""
     base.parent.mkdir(parents=True, exist_ok=True)
     paths = [base.parent / f"{base.name}.png", base.parent / f"{base.name}.pdf"]
     for path in paths:
         claim(path)
-        fig.savefig(path, dpi=150, bbox_inches="tight")
+    fig.savefig(paths[0], dpi=png_dpi(fig), bbox_inches="tight")
+    fig.savefig(paths[1], bbox_inches="tight")
     return paths
 
 

@@ -57,6 +57,7 @@ from suite.report.figures import (
     SIGMA_MIN,
     effective_allocation,
     new_figure,
+    png_dpi,
     registered_densities,
     save_figure,
     seaborn_styles,
@@ -65,7 +66,7 @@ from suite.report.figures import (
 )
 from suite.report.profile import PosthocProfile, ProfileFn, saved_profile
 from suite.report.quality_figure import plot_quality
-from suite.report.results import RunRecord, by_comparison, evidence_origins, find_runs
+from suite.report.results import RunRecord, by_comparison, find_runs, own_runs
 from suite.report.rows import (
     finished,
     is_adaptive,
@@ -112,7 +113,7 @@ def plot_sampler_densities(path: str | Path, weight: str = "edm", sigma_data: fl
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=150, bbox_inches="tight")
+    fig.savefig(path, dpi=png_dpi(fig), bbox_inches="tight")
 
 
 def discover_runs(results: str | Path) -> dict[Path, list[RunRecord]]:
@@ -276,7 +277,9 @@ def plot_infonoise_profile(runs: list[RunRecord], title: str, base: Path) -> lis
     if not changes.empty:
         styles = style_map(changes["sampler"].unique().tolist())
         sns.lineplot(data=changes, x="kimg", y="cdf_change", errorbar="sd", ax=ax_c, **seaborn_styles(styles))
-        ax_c.legend(title="sampler (mean ± std over seeds)", fontsize=8)
+        seeds = int(changes.groupby("sampler")["seed"].nunique().max())
+        spread = f"mean ± std over {seeds} seeds" if seeds > 1 else "one seed"
+        ax_c.legend(title=f"sampler ({spread})", fontsize=8)
     ax_c.set_yscale("log")
     ax_c.set_xlabel("processed examples at rebuild (kimg)")
     ax_c.set_ylabel("CDF change  sup_u |F_new(u) − F_old(u)|")
@@ -305,12 +308,14 @@ def _profile_for(
 
 def evidence_comparisons(results: str | Path) -> dict[Path, str]:
     """The comparison folders under ``results`` that lie in a committed evidence set, each with its origin
-    (``suite.report.results.evidence_origins``; ``results`` itself never counts, so a set named as the results
+    (``suite.report.results.own_runs``; ``results`` itself never counts, so a set named as the results
     folder is read as it is)."""
-    root = Path(results)
-    origins = {folder: runs[0].origin for folder, runs in by_comparison(find_runs(root)).items()}
-    marked = evidence_origins(root, set(origins.values()))
-    return {folder: origin for folder, origin in origins.items() if origin in marked}
+    mine = {run.comparison for run in own_runs(results)[0]}
+    return {
+        folder: runs[0].origin
+        for folder, runs in by_comparison(find_runs(results)).items()
+        if folder not in mine
+    }
 
 
 def write_figures(

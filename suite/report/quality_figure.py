@@ -1,11 +1,13 @@
 """The quality figure: each sampler's metric against processed examples (seed mean with the 95% t interval of
 the mean as its band), the time-to-target crossings, and a final point scored another way as a marker of
-its own (``suite.report.plots`` says which runs each figure draws)."""
+its own (``suite.report.plots`` says which runs each figure draws); a single evaluation point is drawn as the
+samplers side by side, a dot per seed, not as a curve."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
@@ -67,6 +69,28 @@ def plot_quality(rows: pd.DataFrame, title: str, base: Path) -> list[Path]:
     return save_figure(quality_figure(rows, title), base)
 
 
+def one_evaluation_figure(rows: pd.DataFrame, title: str) -> Figure:
+    """The quality of one evaluation point (one kimg): the samplers side by side, each seed a dot in the
+    sampler's colour and marker, its seed mean a bar across them; no curve and no time to target, which
+    need two points."""
+    styles = style_map(rows["sampler"].unique().tolist())
+    fig, ax = new_figure(figsize=(9, 5.6))
+    for i, (sampler, style) in enumerate(styles.items()):
+        values = rows.loc[rows["sampler"] == sampler, "value"].to_numpy()
+        offsets = np.linspace(-0.15, 0.15, len(values)) if len(values) > 1 else np.zeros(1)
+        ax.scatter(i + offsets, values, color=style.color, marker=style.marker, s=30, zorder=3)
+        ax.hlines(values.mean(), i - 0.3, i + 0.3, color=style.color, lw=2)
+    ax.set_xticks(range(len(styles)), list(styles), rotation=30, ha="right")
+    ax.set_xlabel("sampler")
+    ax.set_ylabel(quality_label(rows.iloc[0]))
+    seeds = int(rows.groupby("sampler")["seed"].nunique().max()) if "seed" in rows else 1
+    what = f"dots: {seeds} seeds, bar: their mean" if seeds > 1 else "one seed each"
+    ax.set_title(f"{title}\none evaluation, at {rows['kimg'].iloc[0]:g} kimg ({what})")
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
 def quality_figure(rows: pd.DataFrame, title: str) -> Figure:
     """Quality versus processed examples: mean over seeds with the 95% confidence interval of that mean as
     its band (``suite.report.statistics.t_interval``; no band with one seed), per sampler.
@@ -80,9 +104,11 @@ def quality_figure(rows: pd.DataFrame, title: str) -> Figure:
     """
     first = rows.iloc[0]
     styles = style_map(rows["sampler"].unique().tolist())
-    fig, ax = new_figure(figsize=(9, 5.6))
     final = rows[rows["final_protocol"].astype(bool)] if "final_protocol" in rows else rows.iloc[:0]
     curve = curve_rows(rows)
+    if curve["kimg"].nunique() == 1:
+        return one_evaluation_figure(curve, title)
+    fig, ax = new_figure(figsize=(9, 5.6))
     sns.lineplot(data=curve, x="kimg", y="value", errorbar=t_band, ax=ax, **seaborn_styles(styles))
     for number, (sampler, part) in enumerate(final.groupby("sampler", sort=False)):
         ax.scatter(

@@ -1,6 +1,8 @@
 """``suite report``: ``<results>/REPORT.md`` (or ``--out DIR``: ``DIR/REPORT.md``, its figures in
 ``DIR/figures``, the results folder only read): both tables, every figure and the commands behind each
-record.
+record, of the user's runs (``suite.report.results.own_runs``, as ``suite table`` reads them; ``--all`` adds
+the committed evidence sets). In the repository ``results/REPORT.md`` and ``results/figures/`` are ignored by
+git, so the default outputs leave the tracked tree as it was.
 
 The command that reproduces a run is reconstructed from what the run stored, nothing more: its resolved
 ``config.yaml`` is compared key by key with a freshly composed default config of the same task, sampler and
@@ -33,11 +35,11 @@ import pandas as pd
 from suite.config import compose_run, to_dict
 from suite.outputs import claim, guarded_output
 from suite.records import now, write_atomic
-from suite.report.plots import discover_runs, figure_stem, write_figures
+from suite.report.plots import discover_runs, evidence_comparisons, figure_stem, write_figures
 from suite.report.profile import ProfileFn
 from suite.report.rendering import incomplete_note, to_markdown
-from suite.report.results import EMA_BESIDE, RunRecord, find_runs, protocol_words
-from suite.report.rows import TARGET_BASELINES, load_published, load_records, parse_targets, sampler_order
+from suite.report.results import EMA_BESIDE, RunRecord, find_runs, own_runs, protocol_words
+from suite.report.rows import TARGET_BASELINES, load_own, load_published, parse_targets, sampler_order
 from suite.report.three_tables import render_tables
 
 EXCLUDED_KEYS = ("results", "seed")
@@ -143,8 +145,9 @@ def _provenance(runs: list[RunRecord]) -> str:
     )
 
 
-def records_section(results: Path, records: pd.DataFrame) -> list[str]:
-    """Per comparison: provenance, every run with its records, and the command per sampler label."""
+def records_section(results: Path, records: pd.DataFrame, everything: bool = True) -> list[str]:
+    """Per comparison: provenance, every run with its records, and the command per sampler label; the
+    comparisons of committed evidence sets only with ``everything``."""
     lines = [
         "## Records and the commands that reproduce them",
         "",
@@ -153,7 +156,10 @@ def records_section(results: Path, records: pd.DataFrame) -> list[str]:
         "",
     ]
     incomplete = records.attrs.get("records_incomplete", {})
+    left_out = {} if everything else evidence_comparisons(results)
     for folder, runs in discover_runs(results).items():
+        if folder in left_out:
+            continue
         origin = [p for p in folder.relative_to(results).parts[:-1] if p != "runs"]
         target = str(results.joinpath(*origin))
         lines += [f"### `{folder.relative_to(results)}`", "", _provenance(runs), ""]
@@ -196,16 +202,18 @@ def write_report(
     profile_fn: ProfileFn | None = None,
     targets: Sequence[str] = TARGET_BASELINES,
     out: str | Path | None = None,
+    everything: bool = True,
 ) -> Path:
     """Write ``REPORT.md`` and the figures it links (under ``figures/``) to ``out`` (default ``results``;
     another folder leaves ``results`` untouched, so it may be read-only); returns its path. ``targets`` are
     the sampler labels whose best final quality is the first time-to-target target (the paper's fixed
-    baselines)."""
+    baselines). Without ``everything`` only the user's runs (``suite.report.rows.load_own``)."""
     results = Path(results)
     folder = Path(out) if out is not None else results
-    records = load_records(results)
+    records, _ = load_own([results], everything)
     published = load_published(results)
-    figures = [p for p in write_figures(results, profile_fn, folder / "figures") if p.suffix == ".png"]
+    drawn = write_figures(results, profile_fn, folder / "figures", evidence=everything)
+    figures = [p for p in drawn if p.suffix == ".png"]
     n_runs = records["run_dir"].nunique()
     lines = [
         "# InfoNoise benchmark report",
@@ -231,7 +239,7 @@ def write_report(
             pdf = path.with_suffix(".pdf").relative_to(folder).as_posix()
             kind = path.stem[len(stem) + 1 :]
             lines += [f"![{kind}]({png})", "", f"{kind}: [PNG]({png}) · [PDF]({pdf})", ""]
-    lines += records_section(results, records)
+    lines += records_section(results, records, everything)
     report = folder / "REPORT.md"
     claim(report)
     write_atomic(report, ("\n".join(lines) + "\n").encode())
@@ -244,15 +252,23 @@ def report_results(
     force: bool = False,
     target_samplers: str | None = None,
     budget: str | None = None,
+    everything: bool = False,
 ) -> int:
-    """``suite report``: write ``REPORT.md`` to ``out`` (default ``results``; over a file suite did not write
-    there only with ``force``), its time-to-target against ``target_samplers`` (a comma list)."""
+    """``suite report``: write ``REPORT.md`` of the user's runs (every run with ``everything``) to ``out``
+    (default ``results``; over a file suite did not write there only with ``force``), its time-to-target
+    against ``target_samplers`` (a comma list)."""
     targets = parse_targets(target_samplers)
     if Path(results).is_file() or not find_runs(results):
         raise ValueError(
             f"no runs under {results}; give the folder `suite run --results` wrote, or run one first"
         )
+    runs, left = own_runs(results, everything)
+    if not runs:
+        sets = ", ".join(map(str, left))
+        raise ValueError(
+            f"no runs of yours under {results} (left out: committed evidence {sets}; --all adds it)"
+        )
     with guarded_output(out, force):
-        written = write_report(results, budget, targets=targets, out=out)
+        written = write_report(results, budget, targets=targets, out=out, everything=everything)
     print(f"wrote {written}")
     return 0

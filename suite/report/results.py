@@ -263,6 +263,18 @@ def evidence_origins(root: str | Path, origins: set[str]) -> set[str]:
     return marked
 
 
+def own_runs(results: str | Path, everything: bool = False) -> tuple[list[RunRecord], list[Path]]:
+    """The user's runs under ``results``: those that lie in no committed evidence set
+    (``evidence_origins``), every run with ``everything``; and the evidence sets left out, as folders. Every
+    view that shows "your runs" by default (``suite table``, ``report``, ``plan-seeds``, ``status``,
+    ``plot``) decides with this function."""
+    runs = find_runs(results)
+    if everything:
+        return runs, []
+    marked = evidence_origins(results, {run.origin for run in runs})
+    return [run for run in runs if run.origin not in marked], [Path(results) / o for o in sorted(marked)]
+
+
 def find_runs(results: str | Path) -> list[RunRecord]:
     """Every run directory under ``results``, sorted by path. Symbolic links to folders are followed down
     to each ``runs`` folder (``results`` or ``results/runs`` on another disk), each folder once; below a

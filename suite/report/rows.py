@@ -36,9 +36,10 @@ import numpy as np
 import pandas as pd
 
 from suite.names import unknown_name
+from suite.paths import results_folder
 from suite.records import NULL_FILE, NULL_SAMPLER, read_jsonl
 from suite.registry import UnknownNameError
-from suite.report.results import GRID_LABELS, base_name, protocol_words, records_frame
+from suite.report.results import GRID_LABELS, base_name, own_runs, protocol_words, records_frame
 
 PUBLISHED_SAMPLERS = ("logu", "cos", "fm", "edm", "kg", "infonoise")
 
@@ -91,6 +92,30 @@ def load_records(results: str | Path) -> pd.DataFrame:
     """Every evaluation row under ``results`` (``runs/`` and any other folder, e.g. ``gpu/``) as one frame;
     see ``suite.report.results.records_frame``."""
     return records_frame(results)
+
+
+def load_own(folders: Sequence[str | Path], everything: bool = False) -> tuple[pd.DataFrame, str]:
+    """The records under ``folders`` of the user's runs (``suite.report.results.own_runs``: the runs of
+    committed evidence sets below them left out unless ``everything``); and the sets left out, as
+    "results/cpu-smoke, results/gpu/…" ("" when none)."""
+    frames, incomplete, left, damaged = [], {}, [], []
+    for folder in folders:
+        results_folder(folder)
+        df = load_records(folder)
+        runs = df.attrs.get("records_incomplete", {})
+        damaged += df.attrs.get("damaged", [])
+        if not everything and not df.empty:
+            mine, sets = own_runs(folder)
+            kept = {str(run.path) for run in mine}
+            left += [str(s) for s in sets]
+            df = df[df["run_dir"].isin(kept)]
+            runs = {run: why for run, why in runs.items() if run in kept}
+        frames.append(df)
+        incomplete |= runs
+    df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].copy()
+    df.attrs["records_incomplete"] = incomplete
+    df.attrs["damaged"] = damaged
+    return df, ", ".join(left)
 
 
 def final_rows(df: pd.DataFrame) -> pd.DataFrame:

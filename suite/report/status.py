@@ -1,6 +1,7 @@
-"""``suite status``: the state of every run of a results folder, with SLURM's view of submitted runs.
+"""``suite status``: the state of the user's runs in a results folder, with SLURM's view of submitted runs.
 
-For each run directory under ``<results>`` (found by ``suite.report.results``) it shows the task, budget,
+For each run directory under ``<results>`` that lies in no committed evidence set (every one with ``--all``;
+``suite.report.results.own_runs``, the rule ``suite table`` follows) it shows the task, budget,
 sampler, seed, the status from ``run.json`` (pending when there is none), the processed kimg, a running run's
 ETA (``suite.watch.format_eta`` of the kimg left at its last tick's pace) and its newest evaluation row on the
 run's own solver grid (``metric value @kimg``; rows re-scored on another grid by ``suite eval`` are not
@@ -38,7 +39,7 @@ import pandas as pd
 from suite.launch.cluster import read_submission, slurm_command
 from suite.lease import Holder, LeaseFile, judge, read_lease, stale_limit
 from suite.paths import results_folder
-from suite.report.results import DAMAGED, DIVERGED, RunRecord, find_runs
+from suite.report.results import DAMAGED, DIVERGED, RunRecord, own_runs
 from suite.watch import format_eta
 
 # SLURM states of jobs that are over (the others are queued, running or on their way to run again).
@@ -204,10 +205,11 @@ def _short(text: str) -> str:
     return text if len(text) <= ERROR_WIDTH else text[: ERROR_WIDTH - 1] + "…"
 
 
-def collect(results: str | Path) -> pd.DataFrame:
+def collect(results: str | Path, everything: bool = True) -> pd.DataFrame:
     """One row per run directory under ``results``: identity, status, progress, job, SLURM state, holder
-    and error (runs found by ``suite.report.results``, GPU evidence and other origins included)."""
-    runs = find_runs(results)
+    and error (runs found by ``suite.report.results``; without ``everything`` only the user's,
+    ``suite.report.results.own_runs``)."""
+    runs = own_runs(results, everything)[0]
     submissions = {run.path: read_submission(run.path) for run in runs}
     states = sacct_states(sub["array_job_id"] for sub in submissions.values() if sub.get("array_job_id"))
     queue = (queue_states() or {}) if any(sub.get("job_id") for sub in submissions.values()) else {}
@@ -255,15 +257,18 @@ def collect(results: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def print_status(results: str | Path, must_exist: bool = False) -> int:
-    """Print the status table of ``results`` (a file there is an error, and so is a missing folder when
-    ``must_exist``: one the user named); 1 when a run is damaged."""
+def print_status(results: str | Path, must_exist: bool = False, everything: bool = False) -> int:
+    """Print the status table of the user's runs under ``results`` (every run with ``everything``; a file
+    there is an error, and so is a missing folder when ``must_exist``: one the user named); 1 when a run is
+    damaged."""
     results_folder(results, must_exist)
-    table = collect(results)
+    left = own_runs(results, everything)[1]
+    footer = [f"Left out: committed evidence {', '.join(map(str, left))}; `suite status --all` adds it."]
+    table = collect(results, everything)
     if table.empty:
-        print(f"no runs under {Path(results) / 'runs'}")
+        print("\n".join([f"no runs under {Path(results) / 'runs'}", *footer[: bool(left)]]))
         return 0
-    print(table.to_string(index=False))
     counts = Counter(table["status"])
-    print(f"{len(table)} run(s): " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
+    summary = f"{len(table)} run(s): " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    print("\n".join([table.to_string(index=False), summary, *footer[: bool(left)]]))
     return 1 if counts[DAMAGED] else 0

@@ -14,6 +14,7 @@ from suite.report.allocations import learned_profile, mean_allocations
 from suite.report.figures import (
     new_figure,
     save_figure,
+    style_map,
 )
 from suite.report.quality_figure import figure_target, quality_label
 from suite.report.results import RunRecord
@@ -70,9 +71,10 @@ def _sweep_points(runs: list[RunRecord], rows: pd.DataFrame, target: pd.DataFram
 def plot_pmean_sweep(runs: list[RunRecord], rows: pd.DataFrame, title: str, base: Path) -> list[Path] | None:
     """EDM runs of several P_mean, placed by where their allocation φ sits (its median σ).
 
-    Left: final quality (mean ± std over seeds); right: processed examples to reach the time-to-target
-    target (▲ at the top: not reached within the budget). InfoNoise is the star; the vertical line is the
-    median σ of InfoNoise's learned profile ρ̂, the position the information profile asks for.
+    Left: final quality (mean ± std over seeds, or the one seed's value); right: processed examples to
+    reach the time-to-target target (▲ at the top: not reached within the budget). InfoNoise is the star;
+    the vertical line is the median σ of InfoNoise's learned profile ρ̂, the position the information
+    profile asks for. EDM and InfoNoise keep their colours of every other figure (``style_map``).
     """
     if len({r.label for r in runs if r.sampler_name == "edm"}) < 2 or rows.empty:
         return None
@@ -85,12 +87,13 @@ def plot_pmean_sweep(runs: list[RunRecord], rows: pd.DataFrame, title: str, base
     first = rows.iloc[0]
     ceiling = float(rows["kimg"].max()) * 1.08
     fig, (ax_q, ax_t) = new_figure(1, 2, figsize=(14, 5.6))
+    colour = {name: style.color for name, style in style_map(["edm", "infonoise"]).items()}
     edm = [p for p in points if p.name == "edm"]
     ax_q.errorbar(
         [p.position for p in edm],
         [p.final for p in edm],
         yerr=[p.final_std for p in edm],
-        color="tab:blue",
+        color=colour["edm"],
         marker="o",
         capsize=3,
         label="EDM, one point per P_mean",
@@ -104,9 +107,9 @@ def plot_pmean_sweep(runs: list[RunRecord], rows: pd.DataFrame, title: str, base
     )
     for p in points:
         star = p.name == "infonoise"
-        style = {"color": "black" if star else "tab:blue", "s": 160 if star else 60, "zorder": 3}
+        style = {"color": colour["infonoise" if star else "edm"], "s": 160 if star else 60, "zorder": 3}
         if star:
-            ax_q.errorbar(p.position, p.final, yerr=p.final_std, color="black", capsize=3)
+            ax_q.errorbar(p.position, p.final, yerr=p.final_std, color=colour["infonoise"], capsize=3)
             ax_q.scatter(p.position, p.final, marker="*", label=p.label, **style)
         ax_q.annotate(p.text, (p.position, p.final), textcoords="offset points", xytext=(6, 6), fontsize=8)
         reached = math.isfinite(p.kimg)
@@ -136,7 +139,10 @@ def plot_pmean_sweep(runs: list[RunRecord], rows: pd.DataFrame, title: str, base
         ax.set_xlabel("allocation position: median σ of φ = π·w at the end of training (log scale)")
         ax.grid(True, which="both", alpha=0.3)
     ax_q.set_ylabel(f"final {quality_label(first)}")
-    ax_q.set_title("final quality (mean ± std over seeds)")
+    seeds = int(rows.groupby("sampler")["seed"].nunique().max()) if "seed" in rows else 1
+    ax_q.set_title(
+        f"final quality (mean ± std over {seeds} seeds)" if seeds > 1 else "final quality (one seed)"
+    )
     ax_q.legend(fontsize=8)
     ax_t.set_ylabel("processed examples to reach the target (kimg)")
     ax_t.set_title(

@@ -1,6 +1,8 @@
 """``suite table``: by default the compact blocks of ``suite.report.summary`` (one per task × budget × metric,
-the samplers as rows, the shared remarks and captions as numbered notes below), of the user's own runs: those
-of the results folder that lie in no committed evidence set (``suite.report.results.evidence_origins``);
+the samplers as rows), then what each budget's numbers cannot show (its config's ``note``, e.g. that demo
+and smoke cannot rank samplers), then numbered notes of a sentence each: those the cells point to and a
+one-sentence legend (``--format md`` defines everything in full), of the user's own runs: those
+of the results folder that lie in no committed evidence set (``suite.report.results.own_runs``);
 ``--all`` adds those sets, and naming folders (``suite table results/cpu-smoke``) reads them as they are.
 ``--format md|latex|csv`` prints the full tables instead: the comparison and time-to-target tables
 (``suite.report.table``, ``suite.report.time_to_target``), the confidence intervals and verdicts of
@@ -19,26 +21,19 @@ import pandas as pd
 
 from suite.config import group_options
 from suite.names import unknown_name
-from suite.paths import results_folder
-from suite.report.comparisons import statistics_caption
-from suite.report.rendering import floor_caption, incomplete_note, target_caption
-from suite.report.results import RunRecord, evidence_origins
-from suite.report.rows import finished, load_published, load_records, parse_targets
+from suite.report.rendering import floor_caption, incomplete_note
+from suite.report.results import RunRecord
+from suite.report.rows import finished, load_own, load_published, parse_targets
 from suite.report.summary import render_summary, summary_blocks
 from suite.report.table import guidance_note
 from suite.report.table_long import LONG_FORMATS, long_table, render_long
 from suite.report.three_tables import render_tables
 
-SUMMARY_CAPTION = (
-    "Each block: the final quality of each sampler with its 95% confidence interval over seeds, its "
-    "difference to the target sampler paired by seed, the processed examples (kimg) until its seed-mean "
-    "curve first reaches the target's final value, and the published value (InfoNoise, arXiv 2602.18647, "
-    "as transcribed in results/paper/; the paper does not say which KG reading it ran, so its KG value "
-    "stands beside both, docs/kg.md); the verdict: better, worse or n.s. (not distinguishable: the "
-    "difference's interval covers 0), then the time to the level both samplers of a seed pair reach (the "
-    "worse of their finals): k× sooner or longer, time n.s. (the ratio's interval covers 1) or time not "
-    "tested (fewer than two pairs observed both crossings). `suite table --format md` "
-    "prints the full tables with each verdict in words"
+LEGEND = (
+    "final: the seed mean with its 95% interval; − target: the difference to the target sampler, paired by "
+    "seed; kimg to target: processed examples until the seed-mean curve first reaches the target's final "
+    "value; published: InfoNoise's (arXiv 2602.18647) as transcribed in results/paper/; `suite table "
+    "--format md` defines every column, target and verdict in full."
 )
 
 
@@ -94,17 +89,17 @@ def print_tables(
             print(f"error: no finished run under {', '.join(folders)} in these filters", file=sys.stderr)
             return 1
         captions = [
-            SUMMARY_CAPTION + guidance_note(df, budget) + floor_caption(df, budget),
-            target_caption(targets, declared),
-            statistics_caption(declared, scales),
-            *budget_notes(df, budget).splitlines(),
+            LEGEND,
+            sentence(guidance_note(df, budget).removeprefix("; ")),
+            floor_caption(df, budget).strip(),
             *incomplete_note(df).splitlines(),
         ]
-        for caption in captions:
+        for caption in filter(None, captions):
             notes.ref(caption)
-        footer = (
-            [f"Left out: committed evidence {left_out}; `suite table --all` adds it."] if left_out else []
-        )
+        footer = [
+            *budget_notes(df, budget, "text").splitlines(),
+            *([f"Left out: committed evidence {left_out}; `suite table --all` adds it."] if left_out else []),
+        ]
         render_summary(blocks, notes.texts, footer)
         return ok
     if samplers is not None:
@@ -120,29 +115,10 @@ def print_tables(
     return ok
 
 
-def load_own(folders: list[str], everything: bool) -> tuple[pd.DataFrame, str]:
-    """The records under ``folders``, without the runs of committed evidence sets below them unless
-    ``everything``; and the sets left out, as "results/cpu-smoke, results/gpu/…" ("" when none)."""
-    frames, incomplete, left, damaged = [], {}, [], []
-    for folder in folders:
-        results_folder(folder)
-        df = load_records(folder)
-        runs = df.attrs.get("records_incomplete", {})
-        damaged += df.attrs.get("damaged", [])
-        if not everything and not df.empty:
-            marked = sorted(evidence_origins(folder, set(df["origin"].dropna())))
-            sets = [Path(folder) / origin for origin in marked]
-            left += [str(s) for s in sets]
-            df = df[~df["origin"].isin(marked)]
-            runs = {
-                run: why for run, why in runs.items() if not any(Path(run).is_relative_to(s) for s in sets)
-            }
-        frames.append(df)
-        incomplete |= runs
-    df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].copy()
-    df.attrs["records_incomplete"] = incomplete
-    df.attrs["damaged"] = damaged
-    return df, ", ".join(left)
+def sentence(text: str) -> str:
+    """``text`` as a sentence: its first letter capitalised, a full stop at the end ("" stays "")."""
+    text = text.strip()
+    return f"{text[:1].upper()}{text[1:]}{'' if text.endswith('.') else '.'}" if text else ""
 
 
 def check_choice(value: str, valid: list[str], what: str) -> None:
@@ -162,7 +138,7 @@ def budget_notes(df: pd.DataFrame, budget: str | None = None, fmt: str = "md") -
         if config.get("note"):
             notes.setdefault(str(config.get("name")), " ".join(str(config["note"]).split()))
     prefix = {"csv": "# ", "latex": "% "}.get(fmt, "")
-    return "".join(f"{prefix}Budget {name}: {note}\n" for name, note in sorted(notes.items()))
+    return "".join(f"{prefix}Budget {name} {note}\n" for name, note in sorted(notes.items()))
 
 
 COMMENT = {"md": "", "latex": "% ", "csv": "# "}

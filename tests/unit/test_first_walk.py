@@ -40,7 +40,7 @@ def test_a_cpu_short_dry_run_gives_hours_on_this_machine_and_warns(tmp_path, cap
     )
     assert code == 0, err
     (here,) = [line for line in out.splitlines() if line.startswith("planned wall time on this machine")]
-    assert " per run at " in here and "measured now" in here and re.search(r": [\d,.e+-]+ h[ ,]", here)
+    assert " per run (" in here and "measured now" in here and re.search(r": [\d,.e+-]+ h[ ,]", here)
     assert any(line.startswith("warning: these 1 run(s) would take ") for line in out.splitlines())
     cost = next(line for line in out.splitlines() if line.startswith("planned cost per run:"))
     assert "measured: suite bench train of" in cost  # fashion's short network has a committed H200 bench
@@ -187,3 +187,88 @@ def test_plan_seeds_refuses_a_negative_difference_instead_of_dropping_its_sign(c
     assert capsys.readouterr().err.endswith(
         "suite plan-seeds: error: argument --difference: must be a finite number > 0, got -5\n"
     )
+
+
+def test_after_a_tiny_run_table_report_plan_seeds_and_status_show_only_that_run_and_write_nothing_tracked(
+    tmp_path, capsys, monkeypatch
+):
+    """A results folder holding a copy of a committed evidence set and one tiny run of the user's: each
+    view shows the run and names the set it left out; --all adds it; the report goes under the results
+    folder, the repository's tracked tree is left as it was, and its default outputs are ignored by git."""
+    import shutil
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[2]
+
+    def tracked_state() -> str:
+        return subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+        ).stdout
+
+    before = tracked_state()
+    monkeypatch.setenv("SUITE_CACHE", str(tmp_path / "cache"))
+    results = tmp_path / "results"
+    shutil.copytree(repo / "results" / "cpu-smoke", results / "cpu-smoke")
+    small = ["device=cpu", "budget.kimg=0.128", "budget.eval_points=1"]
+    assert main(["run", "--task", "ring2d", "--sampler", "edm", "--results", str(results), *small]) == 0
+    assert "note: budget smoke cannot rank samplers on a task scored from samples" in capsys.readouterr().out
+    left = f"Left out: committed evidence {results / 'cpu-smoke'}"
+
+    assert main(["table", "--results", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "ring2d · smoke · kl-bound" in out and "bfashion" not in out and left in out
+    assert main(["status", "--results", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "1 run(s): 1 done" in out and "bfashion" not in out and left in out
+    assert main(["status", "--results", str(results), "--all"]) == 0
+    assert "bfashion" in capsys.readouterr().out
+    assert main(["plan-seeds", "--results", str(results), "--difference", "0.1"]) == 0
+    out = capsys.readouterr().out
+    assert "bfashion" not in out and left in out
+    assert main(["report", "--results", str(results)]) == 0
+    report = (results / "REPORT.md").read_text()
+    assert "ring2d" in report and "bfashion" not in report
+    assert not any("bfashion" in p.name for p in (results / "figures").iterdir())
+    assert tracked_state() == before
+    ignored = subprocess.run(
+        ["git", "check-ignore", "results/REPORT.md", "results/figures/a.png", "results/profiles/a.npz"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+    )
+    assert ignored.stdout.split() == ["results/REPORT.md", "results/figures/a.png", "results/profiles/a.npz"]
+
+
+def test_the_wall_time_plan_counts_k_runs_at_a_time_each_with_its_share_of_threads_and_the_evaluations(
+    monkeypatch,
+):
+    """On given rates: a run is building its trainer, its steps times the step time and its evaluation
+    points times one evaluation; 9 runs two at a time take 5 runs' time; a packed run gets its share of the
+    cores; the warning advises a smaller budget only where there is one."""
+    import suite.launch.packed
+    from suite.launch.cost import describe_here, threads_per_run, wall_seconds
+
+    assert wall_seconds(0.5, 100, 10.0, 3, runs=9, at_once=2) == (80.0, 400.0)
+    assert wall_seconds(0.5, 100, 10.0, 3, runs=9) == (80.0, 720.0)
+    assert wall_seconds(0.5, 100, 10.0, 3, runs=9, at_once=2, setup_s=4.0) == (84.0, 420.0)
+    monkeypatch.setattr(suite.launch.packed, "usable_cores", lambda: 8)
+    assert [threads_per_run(k) for k in (2, 3, 8, 16)] == [4, 2, 1, 1]
+    assert threads_per_run(1) == torch.get_num_threads()
+    here = {
+        "step_s": 2.0,
+        "steps": 1000,
+        "eval_s": 300.0,
+        "eval_points": 4,
+        "hours": 3200 / 3600,
+        "device": "cpu, 1 thread(s) per run",
+        "source": "given",
+    }
+    plan, warning = describe_here(here, 9, 2, "demo")
+    assert "53 min per run (2 s per step)" in plan and "4.44 h for 9 run(s) 2 at a time" in plan
+    assert (
+        warning == "warning: these 9 run(s) would take 4.44 h here; --launcher slurm on GPUs is the usual way"
+    )
+    assert "a smaller budget (demo, smoke) or --launcher slurm" in describe_here(here, 9, 2, "short")[1]

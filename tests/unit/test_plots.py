@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from matplotlib.collections import PathCollection
 from omegaconf import OmegaConf
 
 from suite.config import compose_run, to_dict
@@ -318,3 +319,38 @@ def test_the_final_protocol_point_is_drawn_apart_from_the_curve_and_named_in_the
     labels = ax.get_legend_handles_labels()[1]
     assert "final protocol: 50000 samples, best of 3 seed ranges" in labels
     assert "target: edm's last curve quality (best of the paper's fixed baselines)" in labels
+
+
+def test_the_samplers_figure_gives_each_sampler_the_colour_it_has_in_every_other_figure():
+    from suite.report.figures import sampler_of, style_map
+
+    u = np.linspace(math.log(0.002), math.log(80.0), 50)
+    labels = [label for label, _ in registered_densities(u, EDMWeight(0.5))]
+    assert any(label != sampler_of(label) for label in labels)  # decorated: "kg (warm-up prior: edm)"
+    drawn, plain = style_map(labels), style_map([sampler_of(label) for label in labels])
+    assert all(drawn[label].color == plain[sampler_of(label)].color for label in labels)
+
+
+def test_one_evaluation_is_the_samplers_side_by_side_and_one_seed_is_never_called_a_mean_and_std(tmp_path):
+    for sampler, value in (("edm", 300.0), ("infonoise", 280.0)):
+        write_run(tmp_path, "bfashion", sampler, 0, [(1.6, value)], budget="demo")
+    fig = quality_figure(load_records(tmp_path), "bfashion · demo")
+    ax = fig.axes[0]
+    assert ax.get_title().endswith("one evaluation, at 1.6 kimg (one seed each)")
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["edm", "infonoise"]
+    dots = [c for c in ax.collections if isinstance(c, PathCollection)]
+    assert sorted(tuple(map(float, c.get_offsets()[0])) for c in dots) == [(0.0, 300.0), (1.0, 280.0)]
+    texts = [t.get_text() for t in fig.findobj(lambda o: hasattr(o, "get_text"))]
+    assert not any("±" in text for text in texts)
+
+
+def test_every_png_is_one_column_wide_at_300_dpi_with_a_vector_pdf_beside_it(results: Path, tmp_path: Path):
+    plot_sampler_densities(tmp_path / "samplers.png")
+    assert plot_results(str(results)) == 0
+    pngs = [tmp_path / "samplers.png", *sorted(results.glob("figures/*.png"))]
+    assert len(pngs) > 2
+    for png in pngs:
+        width = int.from_bytes(png.read_bytes()[16:20], "big")
+        assert abs(width - 1050) <= 10, (png.name, width)  # 3.5 in at 300 dpi, within 1%
+        if png.parent.name == "figures":
+            assert png.with_suffix(".pdf").read_bytes()[:5] == b"%PDF-"

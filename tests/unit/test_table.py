@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -524,9 +525,11 @@ def test_main_budget_filter_and_empty(crossing: Path, tmp_path: Path, capsys):
 
 
 @pytest.mark.parametrize("fmt, prefix", [("md", ""), ("latex", "% "), ("csv", "# ")])
-def test_the_last_line_says_what_a_budget_with_a_note_can_show(tmp_path: Path, capsys, fmt: str, prefix: str):
-    """The demo budget's ``note`` (from the runs' config.yaml) closes the output, whitespace folded; a budget
-    without one adds nothing, and ``--budget`` keeps only its own note."""
+def test_the_last_lines_say_what_each_budget_with_a_note_cannot_show(
+    tmp_path: Path, capsys, fmt: str, prefix: str
+):
+    """The demo and smoke budgets' ``note`` (from the runs' config.yaml) close the output, whitespace folded,
+    one line per budget; ``--budget`` keeps only its own note."""
     from suite.config import compose_run, to_dict
 
     demo = to_dict(compose_run("bfashion", "edm", "demo"))
@@ -539,11 +542,25 @@ def test_the_last_line_says_what_a_budget_with_a_note_can_show(tmp_path: Path, c
     )
     assert print_tables(str(tmp_path), budget=None, fmt=fmt) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[-1] == f"{prefix}Budget demo: {note}"
-    assert sum(line.startswith(f"{prefix}Budget ") for line in lines) == 1
-    assert note.startswith("shows that every sampler trains") and "not which sampler is better" in note
+    assert lines[-2] == f"{prefix}Budget demo {note}"
+    assert lines[-1].startswith(f"{prefix}Budget smoke cannot rank samplers on a task scored from samples")
+    assert note.startswith("cannot rank samplers: it shows that every sampler trains")
     assert print_tables(str(tmp_path), budget="smoke", fmt=fmt) == 0
     assert "Budget demo" not in capsys.readouterr().out
+
+
+def test_under_the_first_table_the_budget_note_comes_first_and_every_note_is_one_sentence(tmp_path, capsys):
+    from suite.config import compose_run, to_dict
+
+    demo = to_dict(compose_run("bfashion", "edm", "demo"))
+    for sampler in ("edm", "logu"):
+        write_run(tmp_path, "bfashion", sampler, 0, [(1.6, 300.0)], budget="demo", config=demo)
+    assert print_tables(str(tmp_path)) == 0
+    out = capsys.readouterr().out
+    below = out[out.index("Budget demo") :]
+    assert below.startswith("Budget demo cannot rank samplers:")
+    notes = [" ".join(n.split()) for n in re.split(r"\n\[\d+\] ", below)[1:]]
+    assert notes and all(len(n.split()) <= 70 and n.count(". ") == 0 for n in notes), notes
 
 
 def test_seed_pairs_stay_within_their_comparison_row(tmp_path: Path):
