@@ -40,8 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from suite.report.rendering import NO_ROWS, render
     from suite.report.rows import load_own, parse_targets
-    from suite.report.seed_plan import NO_ROWS, plan_caption, render, seed_plan
+    from suite.report.seed_plan import plan_caption, seed_plan
 
     if args.speedup == 1:
         print(

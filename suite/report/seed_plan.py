@@ -16,20 +16,16 @@ is statsmodels' ``TTestPower``, searched over whole n (its own solver returns Na
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Sequence
 
 import pandas as pd
 from scipy import stats
 
 from suite.report.comparisons import SEEDS_ADVISED, comparison_intervals, in_paper_order, pairs_text
-from suite.report.rendering import NO_ROWS, render
 from suite.report.rows import (
     TARGET_BASELINES,
     format_value,
-    load_records,
     metric_of,
-    parse_targets,
 )
 from suite.report.statistics import CONFIDENCE, check_confidence
 from suite.report.time_to_target import from_scale, to_scale
@@ -204,23 +200,3 @@ def plan_caption(
         f"size (noncentral t power) from the {100 * level:g}% upper confidence bound of the standard "
         f"deviation of the paired differences measured so far (Browne 1995){ratio}"
     )
-
-
-def print_seed_plan(
-    results: str,
-    difference: float,
-    power: float = 0.8,
-    target_samplers: str | None = None,
-    speedup: float | None = None,
-) -> int:
-    """``suite plan-seeds``: print the seed plan of the records under ``results`` for a stated
-    ``difference`` (and ``speedup``) at ``power``, against ``target_samplers`` (a comma list; default the
-    paper's baselines)."""
-    df = load_records(results)
-    if df.empty:
-        print(f"no records under {results}", file=sys.stderr)
-        return 1
-    targets = parse_targets(target_samplers)
-    plan = seed_plan(df, difference, None, targets, power, speedup=speedup)
-    print(render(plan, "md", plan_caption(power, difference, speedup=speedup), NO_ROWS))
-    return 0
