@@ -6,7 +6,9 @@ the arrays (``--launcher slurm``, ``suite.launch.slurm``) or trains the runs her
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from suite.exits import EXIT_USAGE
 from suite.launch.cost import describe_here, measured_here
@@ -16,6 +18,7 @@ from suite.launch.plan import PlannedRun
 from suite.launch.preflight import PreflightError, preflight, provisional_guidance
 from suite.launch.request import LaunchRequest
 from suite.launch.slurm import describe_arrays, submit
+from suite.lease import Holder, judge, read_lease, stale_limit
 
 
 def budget_notes(runs: Sequence[PlannedRun]) -> list[str]:
@@ -49,10 +52,20 @@ def launch(runs: Sequence[PlannedRun], request: LaunchRequest, plan: Callable[[]
     preflight(runs, request)  # data, results folder, weights, warm-up, SLURM hours: one line per cause
     if request.launcher == "slurm":
         return submit(runs, request)
-    todo = [run for run in runs if run.status != "done"]
+    todo = [run for run in runs if run.status != "done" and not held_elsewhere(run.run_dir)]
     if todo:  # before the first progress line, which may be hours away
         at_once = min(request.runs_per_gpu, len(todo))
         here = measured_here(todo[0].spec, at_once)
         print("\n".join(describe_here(here, len(todo), at_once, todo[0].spec.budget.name)), flush=True)
     runs = list(runs)
     return run_local(runs) if request.runs_per_gpu == 1 else run_packed(runs, request.runs_per_gpu)
+
+
+def held_elsewhere(run_dir: Path) -> bool:
+    """Whether another live process holds the run's lease (``suite.lease.judge``), so this launch will skip
+    it as busy: no wall time is planned, and no trainer built, for a run this launch does not train."""
+    seen = read_lease(run_dir)
+    if seen is None:
+        return False
+    me = Holder.of_this_process()
+    return seen.holder != me and judge(seen, me, stale_limit(), time.time()) is True
