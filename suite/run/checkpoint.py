@@ -21,8 +21,8 @@ Fault injection (``tests/integration/test_faults.py``): ``SUITE_FAULT=<point>@<n
 SIGKILL itself at ``point`` once ``nimg`` examples are processed, so that a test's kill lands exactly where it
 means it to; ``SUITE_FAULT=<point>@<nimg>:<SIGNAL>`` sends it that signal instead (e.g. ``SIGTERM``), once.
 Points: ``step`` (the training loop, after the step), ``checkpoint`` (``save_checkpoint``, after half of
-the checkpoint is in its temporary file and before the rename), ``data`` (a run's data just loaded, before
-training; nimg 0). Unset, nothing happens.
+the checkpoint is in its temporary file and before the rename), ``data`` (a run's data loaded, as its training
+starts; nimg 0). Unset, nothing happens.
 """
 
 from __future__ import annotations

@@ -57,7 +57,6 @@ class Trainer:
         self.dir = RunDirectory(run_dir)
         self.task: Task = build_task(spec)
         self.data: TaskData = self.task.load()
-        fault_point("data", 0)
         # a budget in epochs trains them over the training examples loaded here (recorded in run.json)
         spec = replace(spec, budget=spec.budget.for_training_set(len(self.data.train)))
         self.spec = spec
@@ -87,6 +86,8 @@ class Trainer:
         requested before (while the data loaded) stops the run before training."""
         ctx, spec = self.ctx, self.spec
         with stop_requests():
+            # the run's data are loaded and it has not trained (a wall-time planner's trainer never runs)
+            fault_point("data", 0)
             if agree(requested() is not None, ctx):
                 if ctx.is_main:
                     self.dir.update(status="interrupted")
