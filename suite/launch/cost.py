@@ -58,7 +58,8 @@ PLAN_WARM_STEPS = 2  # untimed optimiser steps before the plan's timed ones
 PLAN_STEPS, PLAN_MAX_STEPS, PLAN_MIN_S = 5, 40, 1.0  # timed steps: at least 5, more until 1 s (at most 40)
 PLAN_EVAL_SAMPLES = 1024  # at most this many samples in the plan's timed evaluation, scaled to the budget's
 PLAN_EVAL_REFERENCE = 1024  # and at most this many reference examples
-QUICK_BATCH = 32  # a dry run times its steps on at most this many examples, scaled to the run's batch
+QUICK_BATCH = 8  # a dry run times its steps on at most this many examples, scaled to the run's batch
+QUICK_STEPS = 3  # and takes the median of this many (after an untimed one)
 WARN_HOURS = 1.0  # a local plan longer than this on this machine is said in a warning line
 SMALLEST_BUDGETS = ("demo", "smoke")  # no smaller budget to advise
 
@@ -307,8 +308,9 @@ def _steps_and_evaluation(trainer: Any, device: torch.device) -> tuple[float, fl
 
 def _passes_only(spec: RunSpec, device: torch.device) -> float:
     """Seconds of one forward and backward pass and Adam step of the run's network on ``budget.batch``
-    copies of the task's example: timed (after an untimed one) on at most ``QUICK_BATCH`` copies and scaled
-    to the run's batch, so that a dry run of a large budget answers in seconds."""
+    copies of the task's example: the median of ``QUICK_STEPS`` (after an untimed one) on at most
+    ``QUICK_BATCH`` copies, scaled to the run's batch, so that a dry run of a large budget answers in seconds
+    (a DNA `short` dry run: 19 s on 2 cores at 32 copies and 5 steps)."""
     parts = build_parts(spec, device=device)
     one = example_batch(spec)
     n = min(spec.budget.batch, QUICK_BATCH)
@@ -325,15 +327,14 @@ def _passes_only(spec: RunSpec, device: torch.device) -> float:
 
     step()
     _synchronize(device)
-    return _median_step(step, device) * spec.budget.batch / n
+    return _median_step(step, device, QUICK_STEPS) * spec.budget.batch / n
 
 
-def _median_step(step: Any, device: torch.device) -> float:
-    """The median seconds of ``step()`` over at least ``PLAN_STEPS`` calls, more until they took
-    ``PLAN_MIN_S`` (at most ``PLAN_MAX_STEPS``): a median, as other processes on a shared machine slow some
-    calls."""
+def _median_step(step: Any, device: torch.device, least: int = PLAN_STEPS) -> float:
+    """The median seconds of ``step()`` over at least ``least`` calls, more until they took ``PLAN_MIN_S``
+    (at most ``PLAN_MAX_STEPS``): a median, as other processes on a shared machine slow some calls."""
     times: list[float] = []
-    while len(times) < PLAN_STEPS or (sum(times) < PLAN_MIN_S and len(times) < PLAN_MAX_STEPS):
+    while len(times) < least or (sum(times) < PLAN_MIN_S and len(times) < PLAN_MAX_STEPS):
         start = time.perf_counter()
         step()
         _synchronize(device)
