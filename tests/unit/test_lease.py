@@ -37,6 +37,7 @@ from suite.lease import (
 from suite.records import RunDirectory, append_jsonl, read_jsonl, write_json
 from suite.run.checkpoint import save_checkpoint
 from suite.run.training import train
+from tests.helpers.tiny import TINY_RING2D, untimed
 
 
 def dead_pid() -> int:
@@ -404,28 +405,6 @@ from suite.config import from_resolved
 from suite.run.training import train
 train(from_resolved(json.loads(sys.argv[1])), sys.argv[2])
 """
-RING2D = [
-    "device=cpu",
-    "task.train_size=512",
-    "task.reference_size=64",
-    "budget.batch=16",
-    "budget.kimg=0.064",
-    "budget.tick_kimg=0.032",
-    "budget.checkpoint_kimg=0.032",
-    "budget.eval_points=2",
-    "budget.eval.samples=32",
-    "budget.eval.reference=32",
-    "budget.eval.batch_size=32",
-    "task.solver_steps=2",
-    "task.metrics.kl-bound.samples=8192",
-    "task.metrics.kl-bound.nodes=4",
-    "task.metrics.sliced-w2.projections=8",
-]
-TIMINGS = ("sec_per_kimg", "wall_time", "eval_seconds")
-
-
-def untimed(rows: list[dict]) -> list[dict]:
-    return [{k: v for k, v in row.items() if k not in TIMINGS} for row in rows]
 
 
 def test_a_holder_woken_after_a_take_over_finished_the_run_leaves_the_records_of_an_uninterrupted_run(
@@ -435,7 +414,7 @@ def test_a_holder_woken_after_a_take_over_finished_the_run_leaves_the_records_of
     evaluation rows: there the lease is broken and another process trains the run to ``done``; woken, the
     holder's append is undone and it stops with LeaseLost."""
     monkeypatch.setenv("SUITE_CACHE", str(tmp_path / "cache"))
-    cfg = compose_run("ring2d", "edm", "smoke", RING2D)
+    cfg = compose_run("ring2d", "edm", "smoke", TINY_RING2D)
     train(cfg, tmp_path / "whole")
     run_dir = tmp_path / "stopped"
     taken_over = []
@@ -505,7 +484,7 @@ def test_a_done_run_whose_records_repeat_an_evaluation_is_repaired_on_re_run_kee
     monkeypatch.setenv("SUITE_CACHE", str(tmp_path / "cache"))
     results = tmp_path / "results"
     argv = ["run", "--task", "ring2d", "--sampler", "edm", "--budget", "smoke", "--results", str(results)]
-    overrides = [o for o in RING2D if not o.startswith("budget.checkpoint_kimg")]
+    overrides = [o for o in TINY_RING2D if not o.startswith("budget.checkpoint_kimg")]
     assert main([*argv, *overrides]) == 0
     (records,) = results.glob("runs/*/edm/seed0/records.jsonl")
     rows = RunDirectory(records.parent).rows()

@@ -20,25 +20,12 @@ from suite.run.spec import run_spec
 from suite.run.training import Trainer
 from suite.run.writers import stats_row
 from suite.stopping import Interrupted
+from tests.helpers.tiny import TINY_RING2D, untimed
 
 OVERRIDES = [
-    "device=cpu",
-    "task.train_size=512",
-    "task.reference_size=64",
-    "budget.batch=16",
-    "budget.kimg=0.064",
-    "budget.tick_kimg=0.032",
+    *(o for o in TINY_RING2D if not o.startswith("budget.checkpoint_kimg")),
     "budget.checkpoint_kimg=0.064",
-    "budget.eval_points=2",
-    "budget.eval.samples=32",
-    "budget.eval.reference=32",
-    "budget.eval.batch_size=32",
-    "task.solver_steps=2",
-    "task.metrics.kl-bound.samples=8192",
-    "task.metrics.kl-bound.nodes=4",
-    "task.metrics.sliced-w2.projections=8",
 ]
-TIMINGS = ("sec_per_kimg", "wall_time", "eval_seconds")
 
 
 def trainer(run_dir: Path) -> Trainer:
@@ -50,10 +37,6 @@ def record_events(trained: Trainer) -> list[object]:
     for kind in (Stepped, Compiled, Ticked, Evaluating, Evaluated, Checkpointed):
         trained.events.subscribe(kind, seen.append)
     return seen
-
-
-def untimed(rows: list[dict]) -> list[dict]:
-    return [{k: v for k, v in row.items() if k not in TIMINGS} for row in rows]
 
 
 @pytest.fixture(scope="module")
